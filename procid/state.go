@@ -1,0 +1,106 @@
+package procid
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// State is three-valued liveness. The zero value is [Unknown], so a forgotten assignment never
+// reads as a verdict.
+type State int
+
+const (
+	Unknown State = iota // the process could not be read or the record cannot be proven either way
+	Alive                // the PID names the recorded incarnation now
+	Dead                 // the recorded incarnation is provably gone
+)
+
+func (s State) String() string {
+	switch s {
+	case Alive:
+		return "alive"
+	case Dead:
+		return "dead"
+	default:
+		return "unknown"
+	}
+}
+
+// MarshalText makes a State read as its word in JSON.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Proof says how strongly a live process matched a [Record].
+type Proof int
+
+const (
+	NoProof    Proof = iota // not alive, or alive only under the lenient null-create-time rule
+	EpochProof              // epoch start within [EpochTolerance] of a non-null recorded create time
+	ExactProof              // same boot id and same exact start
+)
+
+// Record is what a ledger row remembers of an incarnation. Any field may be missing (rows written
+// by other programs): nil means not recorded.
+type Record struct {
+	PID        int
+	StartTicks *uint64  // exact start in the OS-native unit
+	BootID     *string  // Linux boot id under which StartTicks counts
+	BootStart  *float64 // start in seconds since boot (Hermes's boot_start: ticks / CLK_TCK)
+	CreateTime *float64 // epoch seconds
+}
+
+// Check decides a record's liveness from a fresh read, by DESIGN's identity rules:
+//   - a record from another boot is dead, without reading the process;
+//   - a missing process or a zombie is dead; an unreadable one is unknown;
+//   - with an exact start recorded (start ticks, or boot_start, under the same boot), equal is
+//     alive, different is dead;
+//   - otherwise, with a create time recorded, |live-recorded| < 2 s is alive, else dead;
+//   - with neither, the live process matches only when strict is false (never for a kill).
+func (r Record) Check(strict bool) (State, Proof) {
+	if r.PID <= 0 {
+		return Dead, NoProof
+	}
+	boot, bootErr := BootID()
+	if r.BootID != nil && bootErr == nil && *r.BootID != boot {
+		return Dead, NoProof // start ticks count from another boot; every process of it is gone
+	}
+	inc, err := Read(r.PID)
+	if errors.Is(err, ErrGone) {
+		return Dead, NoProof
+	}
+	if err != nil {
+		return Unknown, NoProof
+	}
+	return r.match(inc, strict)
+}
+
+func (r Record) match(inc Incarnation, strict bool) (State, Proof) {
+	// An exact start proves only under the same boot; a record without a boot id on a system that
+	// has one could come from an earlier boot, so it falls through to the epoch rule.
+	if r.StartTicks != nil && (r.BootID != nil || inc.BootID == "") {
+		if *r.StartTicks == inc.Start {
+			return Alive, ExactProof
+		}
+		return Dead, NoProof
+	}
+	// Rows written by psutil users carry boot_start, ticks/CLK_TCK rounded to a float: distinct
+	// ticks are at least 1/CLK_TCK (≥ 1 ms) apart, so a sub-millisecond difference is the same tick.
+	if r.BootStart != nil && r.BootID != nil && inc.BootID != "" {
+		if math.Abs(*r.BootStart-inc.BootStart) < 0.0005 {
+			return Alive, ExactProof
+		}
+		return Dead, NoProof
+	}
+	if r.CreateTime != nil {
+		if EpochMatch(inc.CreateTime, *r.CreateTime) {
+			return Alive, EpochProof
+		}
+		return Dead, NoProof
+	}
+	if strict {
+		return Unknown, NoProof
+	}
+	return Alive, NoProof
+}
+
+func (r Record) String() string { return fmt.Sprintf("pid %d", r.PID) }

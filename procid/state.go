@@ -65,6 +65,13 @@ func (r Record) Check(strict bool) (State, Proof) {
 		return Dead, NoProof // start ticks count from another boot; every process of it is gone
 	}
 	inc, err := Read(r.PID)
+	return r.Judge(inc, err, strict)
+}
+
+// Judge is [Record.Check] on a read already made: inc and err are what [Read] returned for
+// r.PID. It lets a caller read each PID once when many records name it. It does not compare boot
+// ids for records without a read; Check does.
+func (r Record) Judge(inc Incarnation, err error, strict bool) (State, Proof) {
 	if errors.Is(err, ErrGone) {
 		return Dead, NoProof
 	}

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+)
+
+type doctorOptions struct {
+	*globals
+	json bool
+}
+
+const doctorHelp = `Report what this machine offers custody (pidfd, a writable cgroup v2, child subreapers,
+a boot id) and the ledger's health. A missing feature is information: custody falls back (see
+each line). Doctor changes nothing, not even a corrupt ledger.
+
+EXIT STATUS
+  0   the ledger is healthy (or absent)
+  1   the ledger is corrupt or cannot be read
+  2   bad flags or arguments`
+
+// check is one line of the report.
+type check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+type ledgerHealth struct {
+	Path        string   `json:"path"`
+	Exists      bool     `json:"exists"`
+	Mode        string   `json:"mode,omitempty"`
+	Rows        int      `json:"rows"`
+	Corrupt     string   `json:"corrupt,omitempty"`
+	Quarantined []string `json:"quarantined,omitempty"`
+	Lock        string   `json:"lock"`
+}
+
+type doctorReport struct {
+	OS       string       `json:"os"`
+	Features []check      `json:"features"`
+	Ledger   ledgerHealth `json:"ledger"`
+}
+
+func newDoctor(g *globals) *cobra.Command {
+	o := &doctorOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Report what this machine offers and the ledger's health",
+		Long:  doctorHelp,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd.Context(), o) },
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON document")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, o *doctorOptions) error {
+	l, err := o.open()
+	if err != nil {
+		return err
+	}
+	rep := doctorReport{OS: runtime.GOOS + "/" + runtime.GOARCH, Features: features()}
+	rep.Ledger = health(ctx, l)
+	if o.json {
+		enc := json.NewEncoder(o.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printDoctor(o, rep)
+	}
+	if rep.Ledger.Corrupt != "" {
+		return statusError{exitError}
+	}
+	return nil
+}
+
+func printDoctor(o *doctorOptions, rep doctorReport) {
+	fmt.Fprintf(o.stdout, "system   %s\n", rep.OS)
+	for _, c := range rep.Features {
+		mark := "ok"
+		if !c.OK {
+			mark = "no"
+		}
+		fmt.Fprintf(o.stdout, "%-22s %-3s %s\n", c.Name, mark, c.Detail)
+	}
+	h := rep.Ledger
+	fmt.Fprintf(o.stdout, "ledger   %s\n", h.Path)
+	switch {
+	case h.Corrupt != "":
+		fmt.Fprintf(o.stdout, "  state  corrupt: %s (the next write moves it aside)\n", h.Corrupt)
+	case !h.Exists:
+		fmt.Fprintf(o.stdout, "  state  absent (created at the first registration)\n")
+	default:
+		fmt.Fprintf(o.stdout, "  state  %d rows, mode %s\n", h.Rows, h.Mode)
+	}
+	fmt.Fprintf(o.stdout, "  lock   %s\n", h.Lock)
+	for _, q := range h.Quarantined {
+		fmt.Fprintf(o.stdout, "  aside  %s\n", q)
+	}
+}
+
+func bootCheck() check {
+	id, err := procid.BootID()
+	if err != nil {
+		return check{Name: "boot id", Detail: err.Error() + "; rows are matched by start time only"}
+	}
+	return check{Name: "boot id", OK: true, Detail: id}
+}
+
+// health inspects the ledger without changing it.
+func health(ctx context.Context, l *ledger.Ledger) ledgerHealth {
+	h := ledgerHealth{Path: l.Path()}
+	if fi, err := os.Stat(l.Path()); err == nil {
+		h.Exists, h.Mode = true, fi.Mode().Perm().String()
+	}
+	h.Quarantined, _ = filepath.Glob(l.Path() + ".corrupt*")
+	rows, err := ledger.Peek(l.Path())
+	var ce *ledger.CorruptError
+	switch {
+	case errors.As(err, &ce):
+		h.Corrupt = ce.Reason
+	case err != nil:
+		h.Corrupt = err.Error()
+	}
+	h.Rows = len(rows)
+	h.Lock = l.LockStatus(ctx, 200*time.Millisecond)
+	return h
+}

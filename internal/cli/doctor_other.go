@@ -1,0 +1,15 @@
+//go:build !linux
+
+package cli
+
+import "runtime"
+
+// features reports what custody uses outside Linux: process handles on Windows, start-time checks
+// before each signal on macOS.
+func features() []check {
+	c := check{Name: "process handles", OK: true, Detail: "signals go through a handle proven by its start time"}
+	if runtime.GOOS == "darwin" {
+		c = check{Name: "process handles", Detail: "none on macOS: the start time is re-checked just before each signal"}
+	}
+	return []check{c, bootCheck()}
+}

@@ -1,0 +1,77 @@
+// Package cli is the custody command line. cmd/custody only calls [Main]; each verb has an
+// options struct and a run<Verb>(ctx, opts) function, and errors become exit codes in one place.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/custody-dev/custody/ledger"
+)
+
+// exitCode is the process exit status. Every command's help lists the ones it uses.
+type exitCode int
+
+const (
+	exitOK       exitCode = 0  // success
+	exitError    exitCode = 1  // the command failed; nothing was changed
+	exitUsage    exitCode = 2  // bad flags or arguments; nothing was changed
+	exitUnproven exitCode = 3  // some outcome was not exited or already-exited (stop, reap)
+	exitLocked   exitCode = 11 // the ledger lock was held too long by another process; nothing written
+)
+
+// usageError marks bad input on the command line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// exitError carries a chosen exit status for an outcome already reported on stdout.
+type statusError struct{ code exitCode }
+
+func (e statusError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs the command line with os.Args and returns the exit status.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return int(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) exitCode {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return report(err, stderr)
+}
+
+// report prints err as one line and maps it to the exit status: the only place that does.
+func report(err error, stderr io.Writer) exitCode {
+	if err == nil {
+		return exitOK
+	}
+	if se, ok := errors.AsType[statusError](err); ok {
+		return se.code
+	}
+	fmt.Fprintf(stderr, "custody: error: %v\n", err)
+	switch {
+	case ledger.IsLocked(err):
+		fmt.Fprintln(stderr, "custody: hint: another process holds the ledger lock; if it is stopped, resume or end it")
+		return exitLocked
+	case isUsage(err):
+		return exitUsage
+	}
+	return exitError
+}
+
+func isUsage(err error) bool {
+	_, ok := errors.AsType[usageError](err)
+	return ok
+}

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+)
+
+type registerOptions struct {
+	*globals
+	pid     string
+	purpose string
+	keep    bool
+	host    string
+	port    int
+}
+
+const registerHelp = `Record a process the caller started itself. The spawner recorded is the calling process
+(custody's parent), with its exact start, so that 'custody reap' can later tell whether it died.
+The process's own exact start is read now: register it while it surely lives.
+
+The row is reapable (reap may stop it once its spawner is provably dead) unless --keep is given.
+
+EXIT STATUS
+  0   the row was written
+  1   the process does not exist or cannot be read, or the ledger cannot be written
+  2   bad flags or arguments
+  11  the ledger lock was held too long by another process`
+
+func newRegister(g *globals) *cobra.Command {
+	o := &registerOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "register --pid PID [--purpose P] [--keep]",
+		Short: "Record a child process the caller started",
+		Long:  registerHelp,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runRegister(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.pid, "pid", "", "the process to record (required)")
+	f.StringVar(&o.purpose, "purpose", "helper", "what it is for: serve, gateway, mcp-helper, …")
+	f.BoolVar(&o.keep, "keep", false, "never let reap stop it")
+	f.StringVar(&o.host, "host", "", "host the process serves on, if any")
+	f.IntVar(&o.port, "port", 0, "port the process serves on, if any")
+	return cmd
+}
+
+// parsePID accepts a decimal PID > 0 that fits a pid_t (32-bit on every OS custody supports).
+func parsePID(s string) (int, error) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, usagef("pid %q: not a positive integer", s)
+	}
+	return int(n), nil
+}
+
+func runRegister(ctx context.Context, o *registerOptions) error {
+	if o.pid == "" {
+		return usagef("register: --pid is required")
+	}
+	pid, err := parsePID(o.pid)
+	if err != nil {
+		return err
+	}
+	if o.purpose == "" || o.port < 0 || o.port > 65535 {
+		return usagef("register: --purpose must be non-empty and --port within 0..65535")
+	}
+	inc, err := procid.Read(pid)
+	if errors.Is(err, procid.ErrGone) {
+		return fmt.Errorf("register %d: no such process", pid)
+	}
+	if err != nil {
+		return fmt.Errorf("register %d: cannot prove its identity: %w", pid, err)
+	}
+	// The spawner is the caller; if it cannot be read the row records none rather than a guess.
+	spawner, _ := procid.Read(os.Getppid())
+	row := ledger.NewRow(inc, spawner)
+	row.Purpose, row.Install, row.Host = o.purpose, o.install(), o.host
+	row.Reapable = &[]bool{!o.keep}[0]
+	if o.port > 0 {
+		row.Port = &o.port
+	}
+	l, err := o.open()
+	if err != nil {
+		return err
+	}
+	rep, err := l.Add(ctx, row)
+	if rep.Quarantined != nil {
+		fmt.Fprintf(o.stderr, "custody: warning: %v\n", rep.Quarantined)
+	}
+	return err
+}

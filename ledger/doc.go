@@ -1,0 +1,46 @@
+// Package ledger is custody's machine-wide, per-user roster of registered processes: a JSON array
+// in one file that many programs (custody, and Hermes, whose spawn-ledger.json it shares) read
+// and write at once.
+//
+// # Guarantees
+//
+// The ledger never loses, fakes or silently empties a row:
+//
+//   - Every write goes through one path, [Ledger.Update]: under an exclusive flock(2) on the
+//     sidecar <ledger>.lock it reads the file, prunes, applies the change, writes a temporary file
+//     in the same directory and renames it over the ledger. A crash of any process at any instant
+//     leaves either the old or the new file, and readers need no lock.
+//   - The lock wait is bounded ([DefaultLockTimeout], or [Ledger.LockTimeout]). A holder that
+//     stalls (stopped with SIGSTOP, hung on a dead NFS server) makes the writer give up with a
+//     [*LockedError] naming the holder; it never writes without the lock, since that could lose
+//     the holder's rows when it resumes.
+//   - A file that is not a JSON array is never read as an empty roster: it is renamed aside to
+//     <ledger>.corrupt (then .corrupt.2, .corrupt.3, …, never overwriting an earlier one) with its
+//     bytes intact, the rename is reported, and only then does the write start from an empty list.
+//   - Rows are kept byte for byte unless custody changes them, so fields written by other programs
+//     survive every rewrite; rows that lack custody's own fields read with those fields nil.
+//   - A row is pruned only on proof: it is malformed (not an object, or no positive integer pid),
+//     its process is provably dead, or it has the PID of the row being written. Unknown stays.
+//
+// # Durability
+//
+// Writes are not fsync'ed. A crash of a process cannot lose a rename that returned; only a power
+// loss or kernel crash can, and that ends every process a row can name: rows of an earlier boot are
+// dead by rule. If such a loss leaves a truncated or empty file, it is quarantined and reported
+// like any corrupt file, never read as an empty roster. Skipping fsync keeps an append near a
+// millisecond, where an fsync on a virtual disk costs several.
+//
+// # Pruning cost
+//
+// Reading /proc/PID/stat costs about 20 µs, so a write cannot re-prove 1,000 rows. Each write
+// drops rows whose PID provably has no process (a signal-0 probe, under a microsecond each, or a
+// boot id of another boot) and re-proves the exact identity of a window of [ProveWindow] rows
+// from a random offset, dropping the ones whose PID now names another incarnation or a zombie.
+// Every act of authority re-proves identity itself; pruning only keeps the file small.
+//
+// # Caveats
+//
+// flock(2) locks are advisory and, on NFS, only as good as the server's lock manager: keep the
+// ledger on a local disk (the default state directory is). A lock dies with its holder, so a
+// crashed writer never leaves the ledger locked.
+package ledger

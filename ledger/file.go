@@ -1,0 +1,145 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// CorruptError reports a ledger file that is not a JSON array.
+type CorruptError struct {
+	Path   string
+	Reason string
+	// MovedTo is where the file was quarantined, or "" while it is still in place.
+	MovedTo string
+}
+
+func (e *CorruptError) Error() string {
+	if e.MovedTo != "" {
+		return fmt.Sprintf("ledger %s was corrupt (%s): moved aside to %s", e.Path, e.Reason, e.MovedTo)
+	}
+	return fmt.Sprintf("ledger %s is corrupt (%s)", e.Path, e.Reason)
+}
+
+// parsed is the content of a ledger file.
+type parsed struct {
+	rows      []Row
+	malformed int // elements that are not rows; dropped at the next write
+}
+
+// readFile reads and parses the ledger. A missing file is an empty roster; a file that is not a
+// JSON array is a *CorruptError, never an empty roster.
+func readFile(path string) (parsed, []byte, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return parsed{}, nil, nil
+	}
+	if err != nil {
+		return parsed{}, nil, fmt.Errorf("read ledger: %w", err)
+	}
+	p, err := parse(path, data)
+	return p, data, err
+}
+
+func parse(path string, data []byte) (parsed, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return parsed{}, &CorruptError{Path: path, Reason: "empty file"}
+	}
+	if !gjson.ValidBytes(data) {
+		return parsed{}, &CorruptError{Path: path, Reason: "not valid JSON"}
+	}
+	doc := gjson.ParseBytes(data)
+	if !doc.IsArray() {
+		return parsed{}, &CorruptError{Path: path, Reason: "not a JSON array"}
+	}
+	var p parsed
+	doc.ForEach(func(_, v gjson.Result) bool {
+		if r, ok := decodeRow(v); ok {
+			p.rows = append(p.rows, r)
+		} else {
+			p.malformed++
+		}
+		return true
+	})
+	return p, nil
+}
+
+// encode renders rows as the ledger's JSON array, one row a line, each row's bytes as kept.
+func encode(rows []Row) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(rows)*512 + 4)
+	b.WriteString("[")
+	for i, r := range rows {
+		raw, err := r.Raw()
+		if err != nil {
+			return nil, fmt.Errorf("encode row for pid %d: %w", r.PID, err)
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		b.Write(raw)
+	}
+	b.WriteString("\n]\n")
+	return b.Bytes(), nil
+}
+
+// replaceFile writes data to a temporary file in path's directory and renames it over path, so a
+// crash at any instant leaves either the old or the new file. The mode is set explicitly: a
+// process umask could otherwise widen or narrow it. No fsync: see the package doc.
+func replaceFile(path string, data []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	return nil
+}
+
+// quarantine moves a corrupt ledger aside to the first free name of <path>.corrupt,
+// <path>.corrupt.2, …, never overwriting an earlier quarantined file: the new name is claimed
+// with link(2), which fails when it exists, and only then is the old name removed. The caller
+// holds the lock.
+func quarantine(path string) (string, error) {
+	for i := 1; i < 1000; i++ {
+		dst := path + ".corrupt"
+		if i > 1 {
+			dst += "." + strconv.Itoa(i)
+		}
+		err := os.Link(path, dst)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("quarantine ledger: %w", err)
+		}
+		if err := os.Remove(path); err != nil {
+			return "", fmt.Errorf("quarantine ledger: %w", err)
+		}
+		return dst, nil
+	}
+	return "", fmt.Errorf("quarantine ledger: %s.corrupt.2 to .999 all exist", path)
+}

@@ -1,0 +1,216 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+)
+
+// ProveWindow is how many rows each write re-proves by exact identity (see the package doc).
+const ProveWindow = 32
+
+// ErrNotRegistered is returned by [Ledger.Remove] when no row matches.
+var ErrNotRegistered = errors.New("ledger: process not registered")
+
+// Ledger is a handle on one ledger file. It holds no open file between calls and is safe for use
+// by concurrent goroutines and processes.
+type Ledger struct {
+	path string
+	// LockTimeout bounds the wait for the lock; 0 means [DefaultLockTimeout].
+	LockTimeout time.Duration
+	// OnCorrupt, when set, is told of every corrupt file the moment it is quarantined.
+	OnCorrupt func(*CorruptError)
+}
+
+// Open returns a handle on the ledger at path (see [Resolve]). It touches nothing on disk.
+func Open(path string) *Ledger { return &Ledger{path: path} }
+
+// Path returns the ledger file's path.
+func (l *Ledger) Path() string { return l.path }
+
+// Report says what one write did besides the change it was asked for.
+type Report struct {
+	Pruned      int           // rows dropped as provably dead or replaced by the written PID
+	Malformed   int           // elements dropped because they were not rows
+	Quarantined *CorruptError // the corrupt file moved aside before this write, if any
+}
+
+// Update is the single write path: under the lock it reads the rows, prunes them (replaced names
+// PIDs the change is about to write, whose old rows go), passes the rest to fn and
+// atomically replaces the file with what fn returns. fn must not block.
+func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row) ([]Row, error)) (rep Report, err error) {
+	if err := prepareDir(l.path); err != nil {
+		return rep, err
+	}
+	unlock, err := lock(ctx, l.path+".lock", cmp.Or(l.LockTimeout, DefaultLockTimeout))
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
+	p, err := l.readLocked(&rep)
+	if err != nil {
+		return rep, err
+	}
+	rows := prune(p.rows, replaced, &rep)
+	rep.Malformed = p.malformed
+	if rows, err = fn(rows); err != nil {
+		return rep, err
+	}
+	data, err := encode(rows)
+	if err != nil {
+		return rep, err
+	}
+	return rep, replaceFile(l.path, data)
+}
+
+// readLocked reads the file under the lock, quarantining it if corrupt.
+func (l *Ledger) readLocked(rep *Report) (parsed, error) {
+	if err := checkFile(l.path); err != nil {
+		return parsed{}, err
+	}
+	p, _, err := readFile(l.path)
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		if ce.MovedTo, err = quarantine(l.path); err != nil {
+			return parsed{}, err
+		}
+		rep.Quarantined = ce
+		if l.OnCorrupt != nil {
+			l.OnCorrupt(ce)
+		}
+		return parsed{}, nil
+	}
+	return p, err
+}
+
+// Add records row, replacing any row with the same PID.
+func (l *Ledger) Add(ctx context.Context, row Row) (Report, error) {
+	if row.PID <= 0 {
+		return Report{}, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)
+	}
+	rep, err := l.Update(ctx, []int{row.PID}, func(rows []Row) ([]Row, error) {
+		return append(rows, row), nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("ledger: add pid %d: %w", row.PID, err)
+	}
+	return rep, nil
+}
+
+// Remove drops the rows for pid for which match (when non-nil) reports true. It returns
+// [ErrNotRegistered] when none matched; the file is then left as it was, pruning aside.
+func (l *Ledger) Remove(ctx context.Context, pid int, match func(Row) bool) (Report, error) {
+	rep, err := l.Update(ctx, nil, func(rows []Row) ([]Row, error) {
+		kept := rows[:0]
+		for _, r := range rows {
+			if r.PID != pid || (match != nil && !match(r)) {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == len(rows) {
+			return nil, ErrNotRegistered
+		}
+		return kept, nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("ledger: remove pid %d: %w", pid, err)
+	}
+	return rep, nil
+}
+
+// Rows reads every row without the lock: the atomic rename makes every read see a whole file. A
+// corrupt file is quarantined under the lock before Rows returns an empty list together with the
+// *CorruptError (whose MovedTo says where the bytes went), so a roster is never silently empty.
+func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
+	if err := checkFile(l.path); err != nil {
+		return nil, err
+	}
+	p, _, err := readFile(l.path)
+	if _, ok := errors.AsType[*CorruptError](err); ok {
+		rep, uerr := l.Update(ctx, nil, func(rows []Row) ([]Row, error) { return rows, nil })
+		if uerr != nil {
+			return nil, errors.Join(err, uerr)
+		}
+		if rep.Quarantined != nil {
+			return nil, rep.Quarantined
+		}
+		p, _, err = readFile(l.path) // another writer quarantined it meanwhile
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return p.rows, nil
+}
+
+// prune drops rows whose process is provably dead or whose PID is being rewritten. Every row gets
+// the cheap checks; ProveWindow rows from a random offset get the exact one.
+func prune(rows []Row, replaced []int, rep *Report) []Row {
+	boot, bootErr := procid.BootID()
+	start := 0
+	if len(rows) > ProveWindow {
+		start = rand.IntN(len(rows))
+	}
+	kept := rows[:0]
+	for i, r := range rows {
+		prove := (i-start+len(rows))%len(rows) < ProveWindow
+		if slices.Contains(replaced, r.PID) || dead(r, boot, bootErr, prove) {
+			rep.Pruned++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+func dead(r Row, boot string, bootErr error, prove bool) bool {
+	if r.BootID != nil && bootErr == nil && *r.BootID != boot {
+		return true
+	}
+	if !procid.Exists(r.PID) {
+		return true
+	}
+	if !prove {
+		return false
+	}
+	state, _ := r.Record().Check(false)
+	return state == procid.Dead
+}
+
+
+// checkFile refuses a ledger that is a symlink owned by another user: reading through it would
+// take another user's rows as ours.
+func checkFile(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return nil
+	}
+	return checkOwner(path)
+}
+
+// Peek reads the rows at path without the lock and without quarantining a corrupt file: for
+// reports that must change nothing.
+func Peek(path string) ([]Row, error) {
+	p, _, err := readFile(path)
+	return p.rows, err
+}
+
+// LockStatus says whether the lock can be taken within wait, and who holds it if not. It takes and
+// at once releases the lock; it writes nothing.
+func (l *Ledger) LockStatus(ctx context.Context, wait time.Duration) string {
+	if _, err := os.Stat(l.path + ".lock"); err != nil {
+		return "free (no lock file yet)"
+	}
+	unlock, err := lock(ctx, l.path+".lock", wait)
+	if err != nil {
+		return err.Error()
+	}
+	unlock()
+	return "free"
+}

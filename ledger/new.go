@@ -1,0 +1,49 @@
+package ledger
+
+import (
+	"strings"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+)
+
+// ArgvTokens is how many argv tokens a row keeps (the Hermes rule).
+const ArgvTokens = 10
+
+// NewRow describes the live process inc, started by spawner (zero when none is recorded), for a
+// row: its exact start, its epoch start, its boot, and its first argv tokens.
+// Purpose, install, host, port and custody's scope fields are the caller's to set.
+func NewRow(inc procid.Incarnation, spawner procid.Incarnation) Row {
+	r := Row{
+		PID:          inc.PID,
+		CreateTime:   ptr(inc.CreateTime),
+		RegisteredAt: float64(time.Now().UnixNano()) / 1e9,
+		StartTicks:   ptr(inc.Start),
+	}
+	if inc.BootID != "" {
+		r.BootID = ptr(inc.BootID)
+		r.BootStart = ptr(inc.BootStart)
+	}
+	if spawner.PID > 0 {
+		r.SpawnerPID = ptr(spawner.PID)
+		r.SpawnerCreate = ptr(spawner.CreateTime)
+		r.SpawnerStartTicks = ptr(spawner.Start)
+		if spawner.BootID != "" {
+			r.SpawnerBoot = ptr(spawner.BootStart)
+		}
+	}
+	if inc.PGID > 0 {
+		r.PGID = ptr(inc.PGID)
+	}
+	if argv, err := procid.Cmdline(inc.PID); err == nil {
+		r.Argv = JoinArgv(argv)
+	}
+	return r
+}
+
+// JoinArgv keeps the first [ArgvTokens] tokens joined by spaces.
+func JoinArgv(argv []string) string {
+	return strings.Join(argv[:min(len(argv), ArgvTokens)], " ")
+}
+
+func ptr[T any](v T) *T { return &v }

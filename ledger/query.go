@@ -1,0 +1,91 @@
+package ledger
+
+import (
+	"context"
+
+	"github.com/custody-dev/custody/procid"
+)
+
+// Entry is a row with its liveness judged at the time of the query.
+type Entry struct {
+	Row
+	State        procid.State
+	Proof        procid.Proof
+	SpawnerState string // alive, dead, unknown, or unrecorded
+}
+
+// Query selects rows.
+type Query struct {
+	// Install keeps only rows of this install; empty keeps every install.
+	Install string
+	// Verified keeps only rows whose identity is proven now (exact start, or epoch start within
+	// two seconds of a recorded create time). Otherwise every row not provably dead is kept.
+	Verified bool
+}
+
+// Query reads the rows and judges each one's liveness and its spawner's. Each PID is read once
+// per query, however many rows name it (a spawner usually has many children).
+func (l *Ledger) Query(ctx context.Context, q Query) ([]Entry, error) {
+	rows, err := l.Rows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Judge(rows, q), nil
+}
+
+// Judge applies q to rows already read.
+func Judge(rows []Row, q Query) []Entry {
+	j := judge{reads: map[int]read{}}
+	j.boot, j.bootErr = procid.BootID()
+	out := make([]Entry, 0, len(rows))
+	for _, r := range rows {
+		if q.Install != "" && r.Install != q.Install {
+			continue
+		}
+		e := Entry{Row: r}
+		e.State, e.Proof = j.check(r.Record(), q.Verified)
+		if e.State == procid.Dead || (q.Verified && e.Proof == procid.NoProof) {
+			continue
+		}
+		e.SpawnerState = j.spawner(r)
+		out = append(out, e)
+	}
+	return out
+}
+
+type read struct {
+	inc procid.Incarnation
+	err error
+}
+
+type judge struct {
+	reads   map[int]read
+	boot    string
+	bootErr error
+}
+
+func (j *judge) check(rec procid.Record, strict bool) (procid.State, procid.Proof) {
+	if rec.PID <= 0 {
+		return procid.Dead, procid.NoProof
+	}
+	if rec.BootID != nil && j.bootErr == nil && *rec.BootID != j.boot {
+		return procid.Dead, procid.NoProof
+	}
+	rd, ok := j.reads[rec.PID]
+	if !ok {
+		rd.inc, rd.err = procid.Read(rec.PID)
+		j.reads[rec.PID] = rd
+	}
+	return rec.Judge(rd.inc, rd.err, strict)
+}
+
+// spawner judges the row's spawner leniently: a spawner recorded without any start is alive while
+// its PID lives, since this state is shown, never acted on.
+func (j *judge) spawner(r Row) string {
+	rec := r.SpawnerRecord()
+	if rec.PID == 0 {
+		return "unrecorded"
+	}
+	s, _ := j.check(rec, false)
+	return s.String()
+}

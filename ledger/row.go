@@ -1,0 +1,209 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/custody-dev/custody/procid"
+)
+
+// Row is one registered process. The first group of fields keep the meaning they have in the
+// Hermes spawn-ledger.json; the second are custody's own. A nil pointer is a field that is null
+// or absent in the file. Rows read from the file keep their original bytes: they are written back
+// unchanged unless [Row.Set] changes them, so fields custody does not know survive a rewrite.
+type Row struct {
+	PID           int      `json:"pid"`
+	CreateTime    *float64 `json:"create_time"`
+	Purpose       string   `json:"purpose"`
+	Install       string   `json:"install"`
+	SpawnerPID    *int     `json:"spawner_pid"`
+	SpawnerCreate *float64 `json:"spawner_create"`
+	RegisteredAt  float64  `json:"registered_at"`
+	Argv          string   `json:"argv"`
+	Host          string   `json:"host"`
+	Port          *int     `json:"port"`
+	Profile       string   `json:"profile"`
+	HermesHome    string   `json:"hermes_home"`
+	Isolated      bool     `json:"isolated"`
+	BootStart     *float64 `json:"boot_start"`
+	SpawnerBoot   *float64 `json:"spawner_boot"`
+	BootID        *string  `json:"boot_id"`
+
+	StartTicks        *uint64 `json:"start_ticks,omitempty"`         // exact start, OS-native unit (see procid)
+	SpawnerStartTicks *uint64 `json:"spawner_start_ticks,omitempty"` // the spawner's exact start
+	PGID              *int    `json:"pgid,omitempty"`                // process group, when the row's scope is one
+	Scope             string  `json:"scope,omitempty"`               // "pgrp", "cgroup", "job", or "" for the process alone
+	Reapable          *bool   `json:"reapable,omitempty"`            // reap may stop it once its spawner is dead
+	Generation        *int    `json:"generation,omitempty"`          // generation of a restartable slot
+	Owner             *int    `json:"owner,omitempty"`               // PID of the owner holding its supervisor
+
+	raw []byte // the row as read, written back verbatim while unchanged
+}
+
+// Record returns what the row remembers of its process's incarnation.
+func (r Row) Record() procid.Record {
+	return procid.Record{PID: r.PID, StartTicks: r.StartTicks, BootID: r.BootID, BootStart: r.BootStart, CreateTime: r.CreateTime}
+}
+
+// SpawnerRecord returns what the row remembers of its spawner's incarnation. Its PID is 0 when no
+// spawner was recorded.
+func (r Row) SpawnerRecord() procid.Record {
+	rec := procid.Record{StartTicks: r.SpawnerStartTicks, BootID: r.BootID, BootStart: r.SpawnerBoot, CreateTime: r.SpawnerCreate}
+	if r.SpawnerPID != nil {
+		rec.PID = *r.SpawnerPID
+	}
+	return rec
+}
+
+// Set changes one field of the row, known to custody or not, to the JSON encoding of v; every
+// other field keeps its bytes. The typed view is updated too.
+func (r *Row) Set(key string, v any) error {
+	val, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("ledger: set %s: %w", key, err)
+	}
+	fields := map[string]json.RawMessage{}
+	src := r.raw
+	if src == nil {
+		if src, err = json.Marshal(r); err != nil {
+			return fmt.Errorf("ledger: set %s: %w", key, err)
+		}
+	}
+	if err := json.Unmarshal(src, &fields); err != nil {
+		return fmt.Errorf("ledger: set %s: %w", key, err)
+	}
+	fields[key] = val
+	if r.raw, err = json.Marshal(fields); err != nil {
+		return fmt.Errorf("ledger: set %s: %w", key, err)
+	}
+	r.decodeField(key, gjson.ParseBytes(val))
+	return nil
+}
+
+// Raw returns the row's JSON encoding: its original bytes while unchanged.
+func (r Row) Raw() ([]byte, error) {
+	if r.raw != nil {
+		return r.raw, nil
+	}
+	return json.Marshal(r)
+}
+
+// decodeRow decodes one array element. ok is false for a malformed row: not an object, or without
+// a positive integer pid. Fields of an unexpected type read as absent but keep their bytes.
+func decodeRow(v gjson.Result) (r Row, ok bool) {
+	if !v.IsObject() {
+		return Row{}, false
+	}
+	v.ForEach(func(k, val gjson.Result) bool {
+		r.decodeField(k.Str, val)
+		return true
+	})
+	r.raw = []byte(v.Raw)
+	return r, r.PID > 0
+}
+
+func (r *Row) decodeField(key string, v gjson.Result) {
+	switch key {
+	case "pid":
+		r.PID, _ = intOf(v)
+	case "create_time":
+		r.CreateTime = floatPtr(v)
+	case "purpose":
+		r.Purpose = v.Str
+	case "install":
+		r.Install = v.Str
+	case "spawner_pid":
+		r.SpawnerPID = intPtr(v)
+	case "spawner_create":
+		r.SpawnerCreate = floatPtr(v)
+	case "registered_at":
+		r.RegisteredAt = v.Num
+	case "argv":
+		r.Argv = v.Str
+	case "host":
+		r.Host = v.Str
+	case "port":
+		r.Port = intPtr(v)
+	case "profile":
+		r.Profile = v.Str
+	case "hermes_home":
+		r.HermesHome = v.Str
+	case "isolated":
+		r.Isolated = v.Type == gjson.True
+	case "boot_start":
+		r.BootStart = floatPtr(v)
+	case "spawner_boot":
+		r.SpawnerBoot = floatPtr(v)
+	case "boot_id":
+		if v.Type == gjson.String {
+			r.BootID = &v.Str
+		}
+	default:
+		r.decodeCustodyField(key, v)
+	}
+}
+
+func (r *Row) decodeCustodyField(key string, v gjson.Result) {
+	switch key {
+	case "start_ticks":
+		if v.Type == gjson.Number && v.Num >= 0 {
+			u := v.Uint()
+			r.StartTicks = &u
+		}
+	case "spawner_start_ticks":
+		if v.Type == gjson.Number && v.Num >= 0 {
+			u := v.Uint()
+			r.SpawnerStartTicks = &u
+		}
+	case "pgid":
+		r.PGID = intPtr(v)
+	case "scope":
+		r.Scope = v.Str
+	case "reapable":
+		if v.IsBool() {
+			b := v.Bool()
+			r.Reapable = &b
+		}
+	case "generation":
+		r.Generation = intPtr(v)
+	case "owner":
+		r.Owner = intPtr(v)
+	}
+}
+
+// intOf accepts a JSON number that is an integer; 12.0 is 12, 12.5 and "12" are not integers.
+func intOf(v gjson.Result) (int, bool) {
+	if v.Type != gjson.Number || v.Num != float64(int64(v.Num)) {
+		return 0, false
+	}
+	return int(v.Int()), true
+}
+
+func intPtr(v gjson.Result) *int {
+	if n, ok := intOf(v); ok {
+		return &n
+	}
+	return nil
+}
+
+func floatPtr(v gjson.Result) *float64 {
+	if v.Type != gjson.Number {
+		return nil
+	}
+	f := v.Num
+	return &f
+}
+
+// Reparse decodes one row from its JSON bytes (for example a row of `custody ps --json`).
+func Reparse(raw []byte) (Row, error) {
+	if !gjson.ValidBytes(raw) {
+		return Row{}, fmt.Errorf("ledger: row is not valid JSON")
+	}
+	r, ok := decodeRow(gjson.ParseBytes(raw))
+	if !ok {
+		return Row{}, fmt.Errorf("ledger: row is not an object with a positive pid")
+	}
+	return r, nil
+}

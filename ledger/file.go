@@ -143,3 +143,13 @@ func quarantine(path string) (string, error) {
 	}
 	return "", fmt.Errorf("quarantine ledger: %s.corrupt.2 to .999 all exist", path)
 }
+
+// removeStaleTemps deletes temporary files that writers killed mid-write left behind. The caller
+// holds the lock, and a live writer makes its temporary file only under the lock, so every one
+// found now belongs to a dead writer.
+func removeStaleTemps(path string) {
+	stale, _ := filepath.Glob(path + ".tmp-*")
+	for _, f := range stale {
+		os.Remove(f)
+	}
+}

@@ -54,6 +54,7 @@ func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row)
 		return rep, err
 	}
 	defer unlock()
+	removeStaleTemps(l.path)
 	p, err := l.readLocked(&rep)
 	if err != nil {
 		return rep, err
@@ -182,7 +183,6 @@ func dead(r Row, boot string, bootErr error, prove bool) bool {
 	state, _ := r.Record().Check(false)
 	return state == procid.Dead
 }
-
 
 // checkFile refuses a ledger that is a symlink owned by another user: reading through it would
 // take another user's rows as ours.

@@ -67,7 +67,7 @@ func lock(ctx context.Context, path string, timeout time.Duration) (unlock func(
 			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
-		delay = min(delay*2, 5*time.Millisecond)
+		delay = min(delay*2, time.Millisecond)
 	}
 }
 

@@ -1,0 +1,205 @@
+// Package testproc runs custody's tests against real processes: the test binary re-executes
+// itself as helper processes, each bounded by the test's deadline, logged, waited, and killed by
+// handle at cleanup. It never signals a process it did not start.
+package testproc
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const helperEnv = "CUSTODY_TEST_HELPER"
+
+var helpers = map[string]func(args []string) int{}
+
+// Register names a helper; call it from an init function or TestMain before [Main].
+func Register(name string, fn func(args []string) int) { helpers[name] = fn }
+
+// Main runs the named helper when the binary was started as one, else the tests.
+func Main(m *testing.M) {
+	if name := os.Getenv(helperEnv); name != "" {
+		fn, ok := helpers[name]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "testproc: no helper %q\n", name)
+			os.Exit(2)
+		}
+		os.Exit(fn(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// Privileged reports whether a missing capability must fail the test rather than skip it.
+func Privileged() bool { return os.Getenv("CUSTODY_REQUIRE_PRIVILEGED") == "1" }
+
+// Skip skips t naming the missing capability, or fails it under CUSTODY_REQUIRE_PRIVILEGED=1.
+func Skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if Privileged() {
+		t.Fatalf("required capability missing (CUSTODY_REQUIRE_PRIVILEGED=1): "+format, args...)
+	}
+	t.Skipf("skipping: "+format, args...)
+}
+
+// RequireRoot skips (or fails, see [Skip]) unless the test runs as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Skip(t, "needs root (euid %d)", os.Geteuid())
+	}
+}
+
+// Proc is a started helper or program.
+type Proc struct {
+	*exec.Cmd
+	t      testing.TB
+	lines  chan string
+	stdin  io.WriteCloser
+	waited chan struct{}
+	err    error
+	once   sync.Once
+}
+
+// Helper returns an unstarted command running the named helper with args.
+func Helper(t testing.TB, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), helperEnv+"="+name)
+	return cmd
+}
+
+// Start starts cmd with its stdin a pipe (the child's lifeline: it sees EOF when the test ends)
+// and its stdout read as lines; stderr is logged. Cleanup kills it by handle and waits.
+func Start(t testing.TB, cmd *exec.Cmd) *Proc {
+	t.Helper()
+	p := &Proc{Cmd: cmd, t: t, lines: make(chan string, 1024), waited: make(chan struct{})}
+	setDeathSignal(cmd)
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = logWriter{t, cmd.Path}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %v: %v", cmd.Args, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	t.Cleanup(func() {
+		p.stdin.Close()
+		select {
+		case <-p.waited:
+		default:
+			p.Process.Kill()
+		}
+		p.Wait()
+	})
+	return p
+}
+
+// Stdin returns the write end of the child's stdin.
+func (p *Proc) Stdin() io.WriteCloser { return p.stdin }
+
+// Wait waits for the process once and returns its error; it is safe to call again.
+func (p *Proc) Wait() error {
+	p.once.Do(func() {
+		p.err = p.Cmd.Wait()
+		close(p.waited)
+	})
+	<-p.waited
+	return p.err
+}
+
+// Line returns the next stdout line, failing the test after timeout or at EOF.
+func (p *Proc) Line(timeout time.Duration) string {
+	p.t.Helper()
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			p.t.Fatalf("%v: stdout closed while waiting for a line", p.Args)
+		}
+		return l
+	case <-time.After(timeout):
+		p.t.Fatalf("%v: no line within %v", p.Args, timeout)
+	}
+	return ""
+}
+
+// Expect reads lines until one starts with prefix and returns its fields after the prefix. A line
+// "skip <reason>" skips the test.
+func (p *Proc) Expect(prefix string, timeout time.Duration) []string {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		l := p.Line(time.Until(deadline))
+		if r, ok := strings.CutPrefix(l, "skip "); ok {
+			Skip(p.t, "%s", r)
+		}
+		if r, ok := strings.CutPrefix(l, prefix); ok {
+			return strings.Fields(r)
+		}
+		p.t.Logf("child: %s", l)
+	}
+}
+
+// WaitFor polls cond every few milliseconds until it returns nil, failing the test with its last
+// error after timeout.
+func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	if err := Poll(context.Background(), timeout, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Poll is [WaitFor] returning the last error instead of failing.
+func Poll(ctx context.Context, timeout time.Duration, cond func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := time.Millisecond
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("after %v: %w", timeout, err)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+type logWriter struct {
+	t    testing.TB
+	name string
+}
+
+func (w logWriter) Write(b []byte) (int, error) {
+	for l := range strings.Lines(string(b)) {
+		w.t.Logf("child stderr: %s", strings.TrimRight(l, "\n"))
+	}
+	return len(b), nil
+}

@@ -52,7 +52,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Long:          rootHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, so that an unknown command reaches the argument check below as bad input.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -61,7 +64,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&g.tagEnv, "tag-env", "", "name of the spawn tag variable (default $CUSTODY_TAG_ENV, else CUSTODY_SPAWN)")
 	pf.StringVar(&g.installRoot, "install-root", "", "install root whose hash names this install (default: the executable's directory)")
 	root.AddCommand(newPs(g), newRegister(g), newDoctor(g))
-	for _, c := range root.Commands() {
+	root.Args = cobra.NoArgs // an unknown command is then bad input, not a failure
+	for _, c := range append(root.Commands(), root) {
 		c.Args = wrapArgs(c.Args)
 	}
 	return root

@@ -1,0 +1,207 @@
+//go:build unix
+
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/custody-dev/custody/internal/cli"
+	"github.com/custody-dev/custody/internal/testproc"
+)
+
+func TestMain(m *testing.M) {
+	testproc.Register("custody", func([]string) int { return cli.Main() })
+	testproc.Main(m)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// custody runs the command line as its own process: the test binary re-executed as custody.
+func custody(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := testproc.Helper(t, "custody", args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func cat(t *testing.T) int {
+	return testproc.Start(t, exec.Command("cat")).Process.Pid
+}
+
+func ledgerPath(t *testing.T) string { return filepath.Join(t.TempDir(), "state", "spawn-ledger.json") }
+
+// TestBadInput: bad input gets one line on stderr, a non-zero exit, and leaves the ledger as it was.
+func TestBadInput(t *testing.T) {
+	led := ledgerPath(t)
+	if r := custody(t, "--ledger", led, "register", "--pid", strconv.Itoa(cat(t))); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	before, err := os.ReadFile(led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := testproc.Start(t, exec.Command("cat"))
+	dead.Stdin().Close()
+	dead.Wait()
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	tests := []struct {
+		desc string
+		args []string
+		code int
+	}{
+		{"pid not a number", []string{"register", "--pid", "abc"}, 2},
+		{"pid zero", []string{"register", "--pid", "0"}, 2},
+		{"pid negative", []string{"register", "--pid", "-3"}, 2},
+		{"pid missing", []string{"register"}, 2},
+		{"dead pid", []string{"register", "--pid", strconv.Itoa(dead.Process.Pid)}, 1},
+		{"unknown flag", []string{"register", "--pidd", "5"}, 2},
+		{"unknown command", []string{"frobnicate"}, 2},
+		{"extra argument", []string{"ps", "extra"}, 2},
+	}
+	for _, tc := range tests {
+		r := custody(t, append([]string{"--ledger", led}, tc.args...)...)
+		checkOneLineError(t, tc.desc, r, tc.code)
+		if after, _ := os.ReadFile(led); !bytes.Equal(before, after) {
+			t.Errorf("%s: ledger changed", tc.desc)
+		}
+	}
+	// A ledger whose directory cannot be created: its parent is a regular file.
+	bad := filepath.Join(file, "sub", "spawn-ledger.json")
+	r := custody(t, "--ledger", bad, "register", "--pid", strconv.Itoa(cat(t)))
+	checkOneLineError(t, "uncreatable directory", r, 1)
+	if fi, _ := os.Stat(file); fi.Size() != 0 || !fi.Mode().IsRegular() {
+		t.Errorf("the file in the way was changed")
+	}
+}
+
+func checkOneLineError(t *testing.T, desc string, r result, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("%s: exit %d, want %d (stderr %q)", desc, r.code, code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "custody: error: ") {
+		t.Errorf("%s: stderr %q, want one 'custody: error:' line", desc, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("%s: stdout %q, want nothing", desc, r.stdout)
+	}
+}
+
+// TestRegisterAndPs: a registered process is listed alive with its spawner (the calling process,
+// here the test) alive; install filtering hides it from another install unless --all.
+func TestRegisterAndPs(t *testing.T) {
+	led := ledgerPath(t)
+	pid := cat(t)
+	g := []string{"--ledger", led, "--install-root", "/opt/a"}
+	if r := custody(t, append(g, "register", "--pid", strconv.Itoa(pid), "--purpose", "gateway", "--keep")...); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	r := custody(t, append(g, "ps", "--json")...)
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || r.code != 0 {
+		t.Fatalf("ps --json: %v (%+v)", err, r)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("ps --json rows = %v", rows)
+	}
+	row := rows[0]
+	want := map[string]any{"pid": float64(pid), "purpose": "gateway", "state": "alive",
+		"spawner_state": "alive", "spawner_pid": float64(os.Getpid()), "reapable": false}
+	for k, v := range want {
+		if row[k] != v {
+			t.Errorf("ps --json %s = %v, want %v", k, row[k], v)
+		}
+	}
+	r = custody(t, append(g, "ps")...)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "PID") || !strings.Contains(lines[1], strconv.Itoa(pid)) ||
+		!strings.Contains(lines[1], "gateway") || !strings.Contains(lines[1], "cat") {
+		t.Errorf("ps table:\n%s", r.stdout)
+	}
+	if strings.Index(lines[0], "STATE") != strings.Index(lines[1], "alive") {
+		t.Errorf("ps table columns not aligned:\n%s", r.stdout)
+	}
+	other := []string{"--ledger", led, "--install-root", "/opt/b"}
+	if r := custody(t, append(other, "ps", "--json")...); strings.TrimSpace(r.stdout) != "[\n]" {
+		t.Errorf("ps of another install lists %q", r.stdout)
+	}
+	if r := custody(t, append(other, "ps", "--all", "--json")...); !strings.Contains(r.stdout, `"gateway"`) {
+		t.Errorf("ps --all misses the row: %q", r.stdout)
+	}
+}
+
+// TestPsCorrupt: ps on a corrupt ledger says so on stderr and moves the bytes aside.
+func TestPsCorrupt(t *testing.T) {
+	led := ledgerPath(t)
+	os.MkdirAll(filepath.Dir(led), 0o700)
+	os.WriteFile(led, []byte("{garbage"), 0o600)
+	r := custody(t, "--ledger", led, "ps")
+	if r.code != 0 || !strings.Contains(r.stderr, "corrupt") || !strings.Contains(r.stderr, led+".corrupt") {
+		t.Errorf("ps on a corrupt ledger: %+v", r)
+	}
+	if b, _ := os.ReadFile(led + ".corrupt"); string(b) != "{garbage" {
+		t.Errorf(".corrupt holds %q", b)
+	}
+	if r := custody(t, "--ledger", led, "doctor"); r.code != 0 || !strings.Contains(r.stdout, ".corrupt") {
+		t.Errorf("doctor after quarantine: %+v", r)
+	}
+}
+
+// TestDoctor: doctor reports the machine's features and the ledger, as text and as JSON, and a
+// corrupt ledger makes it fail without moving the file.
+func TestDoctor(t *testing.T) {
+	led := ledgerPath(t)
+	r := custody(t, "--ledger", led, "doctor", "--json")
+	var rep struct {
+		Features []struct {
+			Name string
+			OK   bool
+		}
+		Ledger struct{ Path string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+		t.Fatalf("doctor --json: %v (%+v)", err, r)
+	}
+	if rep.Ledger.Path != led || len(rep.Features) == 0 {
+		t.Errorf("doctor --json = %+v", rep)
+	}
+	os.MkdirAll(filepath.Dir(led), 0o700)
+	os.WriteFile(led, []byte("nope"), 0o600)
+	if r := custody(t, "--ledger", led, "doctor"); r.code != 1 || !strings.Contains(r.stdout, "corrupt") {
+		t.Errorf("doctor on a corrupt ledger: %+v", r)
+	}
+	if b, _ := os.ReadFile(led); string(b) != "nope" {
+		t.Errorf("doctor changed the corrupt ledger")
+	}
+}
+
+// TestHelp: the root and every command document their exit status.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"ps", "--help"}, {"register", "--help"}, {"doctor", "--help"}} {
+		r := custody(t, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "EXIT STATUS") {
+			t.Errorf("custody %v: exit %d, no EXIT STATUS section:\n%s", args, r.code, r.stdout)
+		}
+	}
+}

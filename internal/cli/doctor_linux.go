@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/custody-dev/custody/authority"
 )
 
 // features probes each kernel facility custody can use, for real.
@@ -17,7 +19,7 @@ func features() []check {
 }
 
 func pidfdCheck() check {
-	if err := pidfdError(); err != nil {
+	if err := authority.PidfdError(); err != nil {
 		return check{Name: "pidfd", Detail: err.Error() + "; falls back to start-time checks before each signal"}
 	}
 	return check{Name: "pidfd", OK: true, Detail: "pidfd_open, pidfd_send_signal and poll work"}
@@ -83,12 +85,3 @@ func subreaperCheck() check {
 	return check{Name: "child subreaper", OK: true, Detail: "PR_SET_CHILD_SUBREAPER works"}
 }
 
-// pidfdError probes pidfd_open on this process.
-func pidfdError() error {
-	fd, err := unix.PidfdOpen(os.Getpid(), 0)
-	if err != nil {
-		return os.NewSyscallError("pidfd_open", err)
-	}
-	unix.Close(fd)
-	return nil
-}

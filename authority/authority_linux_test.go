@@ -1,0 +1,266 @@
+package authority_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/procid"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	registerHelper("signal-as-nobody", helperSignalAsNobody)
+}
+
+func TestPidfdProbe(t *testing.T) {
+	if err := authority.ProbePidfd(); err != nil {
+		skipOrFail(t, "pidfd unavailable: %v", err)
+	}
+	if err := authority.PidfdError(); err != nil {
+		t.Fatalf("PidfdError() = %v after a successful probe", err)
+	}
+}
+
+// forceChecked makes the package behave as on a kernel without pidfd.
+func forceChecked(t *testing.T) {
+	replace(t, authority.PidfdErr, func() error { return errors.New("pidfd disabled by the test") })
+}
+
+func TestCheckedMode(t *testing.T) {
+	forceChecked(t)
+	t.Run("kill and wait", func(t *testing.T) { acquireKillWait(t, false) })
+	t.Run("term", signalTerm)
+	t.Run("wrong start", wrongStartRefusesAndSpares)
+	t.Run("from os", fromOS)
+}
+
+func TestAcquireOtherBoot(t *testing.T) {
+	c := startHelper(t, "sleep", nil)
+	rec := exactRecord(c.incarnation())
+	rec.BootID = ptr("00000000-0000-0000-0000-000000000000")
+	p, err := authority.Acquire(rec)
+	if err == nil {
+		p.Close()
+		t.Fatal("Acquire of a record from another boot succeeded")
+	}
+	t.Logf("Acquire: %v", err)
+	mustIs(t, err, authority.ErrNoAuthority)
+	mustNotIs(t, err, procid.ErrGone)
+	c.assertAlive()
+	c.stop()
+}
+
+// TestSignalPermissionDenied signals a root-owned process from uid 65534: pidfd_open and the
+// proof succeed across users, the signal is refused, and the refusal is detectable.
+func TestSignalPermissionDenied(t *testing.T) {
+	claimHelper("signal-as-nobody")
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "needs root to run a helper as uid 65534 (euid %d)", os.Geteuid())
+	}
+	target := startHelper(t, "sleep", setpgid)
+	inc := target.incarnation()
+	h := startHelper(t, "signal-as-nobody", nil, strconv.Itoa(inc.PID), strconv.FormatUint(inc.Start, 10), inc.BootID)
+	for _, what := range []string{"process", "group"} {
+		got := h.expect(what + " ")
+		t.Logf("%s signal as uid 65534: %s", what, got)
+		if !strings.HasPrefix(got, "permission ") {
+			t.Errorf("%s signal as uid 65534: %s; want a permission error", what, got)
+		}
+	}
+	h.waitExit()
+	if h.err != nil {
+		t.Errorf("helper: %v", h.err)
+	}
+	target.assertAlive()
+	target.stop()
+}
+
+// helperSignalAsNobody drops to uid/gid 65534, then tries to signal the process and the group
+// that args name, and reports how each failed.
+func helperSignalAsNobody(args []string) int {
+	pid, _ := strconv.Atoi(args[0])
+	start, _ := strconv.ParseUint(args[1], 10, 64)
+	boot := args[2]
+	// Go applies set*id to every thread of the process (Go 1.16+).
+	if err := errors.Join(syscall.Setgroups(nil), syscall.Setgid(65534), syscall.Setuid(65534)); err != nil {
+		fmt.Fprintln(os.Stderr, "drop privileges:", err)
+		return 1
+	}
+	report := func(what string, err error) {
+		if errors.Is(err, os.ErrPermission) && !errors.Is(err, authority.ErrNoAuthority) && !errors.Is(err, procid.ErrGone) {
+			fmt.Printf("%s permission %v\n", what, err)
+		} else {
+			fmt.Printf("%s unexpected %v\n", what, err)
+		}
+	}
+	p, err := authority.Acquire(procid.Record{PID: pid, StartTicks: &start, BootID: &boot})
+	if err != nil {
+		fmt.Printf("process acquire failed: %v\n", err)
+	} else {
+		report("process", p.Signal(syscall.SIGTERM))
+		p.Close()
+	}
+	report("group", authority.Group{PGID: pid, Leader: procid.ID{PID: pid, Start: start}}.Signal(syscall.SIGTERM))
+	return 0
+}
+
+const pidnsEnv = "CUSTODY_AUTHORITY_IN_PIDNS"
+
+// TestPIDReuseWitness makes a stranger receive a dead process's PID, deterministically, in a PID
+// namespace of its own, and shows that neither the process record nor the group record gives
+// authority over the stranger.
+func TestPIDReuseWitness(t *testing.T) {
+	if os.Getenv(pidnsEnv) == "1" {
+		inPIDNamespace(t)
+		return
+	}
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "needs root for a PID namespace and ns_last_pid (euid %d)", os.Geteuid())
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := waitCtx(t, helperTimeout(t))
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), pidnsEnv+"=1", "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWPID,
+		// Go makes the new mount namespace private, so the inner proc mount stays inside it.
+		Unshareflags: syscall.CLONE_NEWNS,
+		Pdeathsig:    syscall.SIGKILL,
+	}
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("inside a new PID namespace:\n%s", out)
+	var se *os.SyscallError
+	if errors.As(err, &se) && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
+		skipOrFail(t, "cannot create a PID namespace: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("inner test: %v", err)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: "+t.Name())) || bytes.Contains(out, []byte("--- SKIP")) {
+		t.Fatal("the inner test did not pass every case")
+	}
+}
+
+func inPIDNamespace(t *testing.T) {
+	if os.Getpid() != 1 {
+		t.Fatalf("pid %d, want 1 in a new PID namespace", os.Getpid())
+	}
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		t.Fatalf("mount proc: %v", err)
+	}
+	t.Run("process", pidReuseProcess)
+	t.Run("group", pidReuseGroup)
+}
+
+func pidReuseProcess(t *testing.T) {
+	a := startHelper(t, "sleep", nil)
+	incA := a.incarnation()
+	recA := exactRecord(incA)
+	p, err := authority.Acquire(recA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(waitCtx(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	a.waitExit() // reaped: A's PID is free
+
+	b := startStranger(t, incA, nil)
+	_, err = authority.Acquire(recA)
+	t.Logf("Acquire(A's record) with B at A's pid: %v", err)
+	mustIs(t, err, authority.ErrNoAuthority, procid.ErrReused)
+	mustNotIs(t, err, procid.ErrGone)
+	b.assertAlive()
+	b.stop()
+}
+
+func pidReuseGroup(t *testing.T) {
+	a := startHelper(t, "sleep", setpgid)
+	incA := a.incarnation()
+	m := startHelper(t, "sleep", joinGroup(incA.PID))
+	m.incarnation()
+	g := authority.Group{PGID: incA.PID, Leader: incA.ID}
+	mustHold(t, g, true)
+	if err := g.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Wait(waitCtx(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	a.waitExit()
+	m.waitExit()
+	mustHold(t, g, false)
+
+	b := startStranger(t, incA, setpgid) // B leads a new group whose id is A's
+	if pgid := b.incarnation().PGID; pgid != g.PGID {
+		t.Fatalf("stranger's pgid = %d, want %d", pgid, g.PGID)
+	}
+	mustHold(t, g, false)
+	err := g.Signal(syscall.SIGTERM)
+	t.Logf("Signal(A's group) with B leading a group of the same id: %v", err)
+	mustIs(t, err, authority.ErrNoAuthority, procid.ErrReused)
+	b.assertAlive()
+	b.stop()
+}
+
+// startStranger starts a helper that receives a's PID, in a later clock tick than a started in,
+// by writing the PID before it to ns_last_pid (the namespace's last allocated PID).
+func startStranger(t *testing.T, a procid.Incarnation, configure func(*exec.Cmd)) *child {
+	t.Helper()
+	// Wait out a's start tick by polling the clock proc(5) counts start ticks in, so the stranger's
+	// start differs from a's; this synchronises with no process.
+	hz := uint64(math.Round(float64(a.Start) / a.BootStart))
+	deadline := time.Now().Add(10 * time.Second)
+	for bootTicks(hz) <= a.Start {
+		if time.Now().After(deadline) {
+			t.Fatalf("CLOCK_BOOTTIME did not pass tick %d", a.Start)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// A thread the Go runtime starts between the write and the fork takes the PID instead; retry.
+	for try := range 100 {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(a.PID-1)), 0); err != nil {
+			t.Fatalf("write ns_last_pid: %v", err)
+		}
+		c := startHelper(t, "sleep", configure)
+		if c.pid() == a.PID {
+			inc := c.incarnation()
+			if inc.Start <= a.Start {
+				t.Fatalf("stranger %v did not start after %v", inc.ID, a.ID)
+			}
+			t.Logf("stranger %v holds the pid of %v (try %d)", inc.ID, a.ID, try)
+			return c
+		}
+		c.stop()
+	}
+	t.Fatalf("no stranger received pid %d in 100 tries", a.PID)
+	return nil
+}
+
+// bootTicks is the current CLOCK_BOOTTIME in the clock ticks of /proc/PID/stat's start time.
+func bootTicks(hz uint64) uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		panic(err)
+	}
+	return uint64(ts.Nano()) / (1e9 / hz)
+}

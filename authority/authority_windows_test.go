@@ -1,0 +1,38 @@
+package authority_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/custody-dev/custody/authority"
+)
+
+func TestWindowsSignalsOnlyKill(t *testing.T) {
+	c := startHelper(t, "sleep", nil)
+	p, err := authority.Acquire(exactRecord(c.incarnation()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !p.Pinned() {
+		t.Error("Pinned() = false for a process handle")
+	}
+	mustIs(t, p.Signal(os.Interrupt), errors.ErrUnsupported)
+	c.assertAlive()
+	c.stop()
+}
+
+func TestWindowsGroupsUnsupported(t *testing.T) {
+	g := authority.Group{PGID: os.Getpid()}
+	ok, err := g.Holds()
+	if ok {
+		t.Error("Holds() = true on Windows")
+	}
+	mustIs(t, err, errors.ErrUnsupported)
+	mustIs(t, g.Signal(os.Kill), errors.ErrUnsupported)
+	_, err = g.Empty()
+	mustIs(t, err, errors.ErrUnsupported)
+	mustIs(t, g.Wait(context.Background()), errors.ErrUnsupported)
+}

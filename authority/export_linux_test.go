@@ -1,0 +1,7 @@
+package authority
+
+// PidfdErr is the pidfd probe's memo; tests replace it to force the handle-less fallback.
+var PidfdErr = &pidfdErr
+
+// ProbePidfd runs the probe afresh.
+var ProbePidfd = probePidfd

@@ -1,0 +1,116 @@
+//go:build unix
+
+package authority
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+	"golang.org/x/sys/unix"
+)
+
+// valid refuses ids that kill(2) would widen: 0 is the caller's own group, -1 and 1 reach every
+// process the caller may signal or init's group, and the caller's own group would include the
+// caller and its siblings (DESIGN invariant 2: nothing widens onto a parent's or sibling's scope).
+func (g Group) valid() error {
+	switch {
+	case g.PGID <= 1:
+		return fmt.Errorf("%w over group %d: not a process group custody may signal", ErrNoAuthority, g.PGID)
+	case g.Leader.PID != 0 && g.Leader.PID != g.PGID:
+		return fmt.Errorf("%w over group %d: leader %v is not the group's leader", ErrNoAuthority, g.PGID, g.Leader)
+	case g.PGID == unix.Getpgrp():
+		return fmt.Errorf("%w over group %d: it is the caller's own process group", ErrNoAuthority, g.PGID)
+	}
+	return nil
+}
+
+func (g Group) verdict() (groupVerdict, error) {
+	if err := g.valid(); err != nil {
+		return groupUnknown, err
+	}
+	leader := procid.ID{PID: g.PGID, Start: g.Leader.Start}
+	inc, err := procid.Read(leader.PID)
+	switch {
+	case err == nil && leader.Start == 0:
+		return groupUnknown, fmt.Errorf("%w over group %d: leader %v is alive and its start was not recorded",
+			ErrNoAuthority, g.PGID, inc.ID)
+	case err == nil && inc.Start != leader.Start:
+		return groupForeign, fmt.Errorf("%w over group %d: %w: leader pid now names %v, recorded %v",
+			ErrNoAuthority, g.PGID, procid.ErrReused, inc.ID, leader)
+	case err == nil:
+		return groupHeld, nil
+	case errors.Is(err, procid.ErrGone):
+		// The leader is gone; the group id cannot have been recycled while members hold it.
+		empty, err := g.empty()
+		switch {
+		case err != nil:
+			return groupUnknown, fmt.Errorf("%w over group %d: %v", ErrNoAuthority, g.PGID, err)
+		case empty:
+			return groupGone, fmt.Errorf("authority: group %d: leader gone and no members left: %w", g.PGID, procid.ErrGone)
+		}
+		return groupHeld, nil
+	}
+	// %v, not %w: a permission error reading the leader is not the OS refusing a signal.
+	return groupUnknown, fmt.Errorf("%w over group %d: cannot read leader: %v", ErrNoAuthority, g.PGID, err)
+}
+
+func (g Group) signal(sig os.Signal) error {
+	s, err := unixSignal(sig)
+	if err != nil {
+		return err
+	}
+	if v, err := g.verdict(); v != groupHeld {
+		return err
+	}
+	if err := unix.Kill(-g.PGID, s); err != nil {
+		if err == unix.ESRCH {
+			return fmt.Errorf("authority: signal group %d: %w", g.PGID, procid.ErrGone)
+		}
+		// EPERM satisfies errors.Is(err, os.ErrPermission).
+		return fmt.Errorf("authority: signal group %d: %w", g.PGID, os.NewSyscallError("kill", err))
+	}
+	return nil
+}
+
+func (g Group) empty() (bool, error) {
+	if g.PGID <= 1 {
+		return false, fmt.Errorf("authority: group %d: not a process group id", g.PGID)
+	}
+	switch err := unix.Kill(-g.PGID, 0); err {
+	case nil, unix.EPERM: // EPERM: members exist, owned by someone the caller may not signal
+		return false, nil
+	case unix.ESRCH:
+		return true, nil
+	default:
+		return false, fmt.Errorf("authority: group %d: %w", g.PGID, os.NewSyscallError("kill", err))
+	}
+}
+
+func (g Group) wait(ctx context.Context) error {
+	delay := time.Millisecond
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if empty, err := g.empty(); err == nil && empty {
+				return nil
+			}
+			return fmt.Errorf("authority: wait group %d: %w", g.PGID, context.Cause(ctx))
+		case <-t.C:
+		}
+		empty, err := g.empty()
+		if err != nil {
+			return err
+		}
+		if empty {
+			return nil
+		}
+		t.Reset(delay)
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}

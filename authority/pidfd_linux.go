@@ -1,0 +1,106 @@
+package authority
+
+// Linux pidfd facts relied on (see also GOROOT/src/os/pidfd_linux.go):
+//
+//	pidfd_send_signal(2)   5.1   signal through the fd; ESRCH once the process has exited
+//	pidfd_open(2)          5.3   fd is close-on-exec; ESRCH when no process has the PID; works on
+//	                             any process in the caller's PID namespace, whoever owns it
+//	poll/epoll on a pidfd  5.3   readable (POLLIN) once the process has exited, child or not;
+//	                             6.9+ adds POLLHUP once it has been reaped
+//	O_NONBLOCK on a pidfd        affects only waitid(P_PIDFD), which custody does not use; it is
+//	                             set so that os.NewFile registers the fd with the runtime poller
+//
+// A pidfd pins a process, not a PID: the number is free for reuse once the process is reaped,
+// but the fd keeps naming the process it was opened on. That is why an open followed by a
+// proof is authority, and a PID alone is not.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var pidfdErr = sync.OnceValue(probePidfd)
+
+func pidfdWorks() bool { return pidfdErr() == nil }
+
+func pidfdError() error { return pidfdErr() }
+
+// probePidfd exercises every pidfd operation custody uses on the calling process itself.
+func probePidfd() error {
+	f, err := openPidfd(os.Getpid())
+	if err != nil {
+		return fmt.Errorf("authority: probe pidfd: %w", err)
+	}
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("authority: probe pidfd: %w", err)
+	}
+	var sigErr, pollErr error
+	var exited bool
+	err = rc.Control(func(fd uintptr) {
+		sigErr = unix.PidfdSendSignal(int(fd), 0, nil, 0)
+		exited, pollErr = pollExited(fd)
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("authority: probe pidfd: %w", err)
+	case sigErr != nil:
+		return fmt.Errorf("authority: probe pidfd: %w", os.NewSyscallError("pidfd_send_signal", sigErr))
+	case pollErr != nil:
+		return fmt.Errorf("authority: probe pidfd: %w", pollErr)
+	case exited:
+		return errors.New("authority: probe pidfd: poll reports the calling process as exited")
+	}
+	// Wait parks on the runtime poller; a pidfd epoll refused would leave it nothing to wait on.
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("authority: probe pidfd: epoll: %w", err)
+	}
+	return nil
+}
+
+// openPidfd opens a pidfd on pid as a pollable *os.File. The File's reference counting is what
+// keeps a concurrent Close from turning a signal through the fd number into a signal through a
+// recycled fd number.
+func openPidfd(pid int) (*os.File, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("pidfd_open", err)
+	}
+	return newPidfdFile(fd, pid)
+}
+
+func newPidfdFile(fd, pid int) (*os.File, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fd), "pidfd:"+strconv.Itoa(pid)), nil
+}
+
+// pollExited reports, without blocking, whether the process behind a pidfd has exited.
+func pollExited(fd uintptr) (bool, error) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, os.NewSyscallError("poll", err)
+		}
+		if n == 0 {
+			return false, nil
+		}
+		if fds[0].Revents&unix.POLLNVAL != 0 {
+			return false, os.NewSyscallError("poll", unix.EBADF)
+		}
+		return fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0, nil
+	}
+}

@@ -84,4 +84,3 @@ func subreaperCheck() check {
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 	return check{Name: "child subreaper", OK: true, Detail: "PR_SET_CHILD_SUBREAPER works"}
 }
-

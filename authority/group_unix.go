@@ -81,7 +81,11 @@ func (g Group) empty() (bool, error) {
 		return false, fmt.Errorf("authority: group %d: not a process group id", g.PGID)
 	}
 	switch err := unix.Kill(-g.PGID, 0); err {
-	case nil, unix.EPERM: // EPERM: members exist, owned by someone the caller may not signal
+	case nil:
+		// Members exist, but zombies count: a scan may prove they all have exited.
+		live, err := procid.GroupHasLive(g.PGID)
+		return err == nil && !live, nil
+	case unix.EPERM: // members exist, owned by someone the caller may not signal
 		return false, nil
 	case unix.ESRCH:
 		return true, nil

@@ -1,0 +1,174 @@
+// Package stop ends a process, or its whole scope, through proven authority and reports what
+// really happened as one of DESIGN's outcomes. A signal that was accepted is never reported as an
+// exit: [Exited] means the exit was observed (and, for a group, that no member is left).
+//
+// A stop sends SIGTERM to the scope, waits up to the grace for everything to exit, then sends
+// SIGKILL and waits a little longer. The caller's context bounds the whole stop: a deadline
+// shorter than the process's shutdown gives [TimedOut], and the retained handle can still observe
+// the exit later. On Windows there is no SIGTERM: the stop kills at once (TerminateProcess) and
+// reports it as forced.
+package stop
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/procid"
+)
+
+// Outcome is the typed result of a stop.
+type Outcome int
+
+const (
+	Exited           Outcome = iota + 1 // seen to exit after the stop (a group: every member)
+	AlreadyExited                       // had exited before the stop; nothing was signalled
+	NoAuthority                         // identity unproven; nothing was signalled
+	PermissionDenied                    // the OS refused the signal
+	TimedOut                            // signalled, but the exit was not seen before the deadline
+)
+
+var outcomeNames = map[Outcome]string{Exited: "exited", AlreadyExited: "already-exited",
+	NoAuthority: "no-authority", PermissionDenied: "permission-denied", TimedOut: "timed-out"}
+
+func (o Outcome) String() string {
+	if s, ok := outcomeNames[o]; ok {
+		return s
+	}
+	return "unknown"
+}
+
+// MarshalText makes an Outcome read as its word in JSON.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// Result is what one stop did.
+type Result struct {
+	PID     int     `json:"pid"`
+	Outcome Outcome `json:"outcome"`
+	Forced  bool    `json:"forced"`           // SIGKILL (TerminateProcess) was needed
+	Reason  string  `json:"reason,omitempty"` // why, for every outcome but exited
+}
+
+// OK reports whether the process is provably gone: [Exited] or [AlreadyExited].
+func (r Result) OK() bool { return r.Outcome == Exited || r.Outcome == AlreadyExited }
+
+// Options tunes a stop. The zero value uses the defaults.
+type Options struct {
+	Grace    time.Duration // between SIGTERM and SIGKILL; default 3 s
+	KillWait time.Duration // after SIGKILL, how long to wait for the exit; default 2 s
+}
+
+const (
+	DefaultGrace    = 3 * time.Second
+	DefaultKillWait = 2 * time.Second
+)
+
+func (o Options) grace() time.Duration    { return orDefault(o.Grace, DefaultGrace) }
+func (o Options) killWait() time.Duration { return orDefault(o.KillWait, DefaultKillWait) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Target is the authority a stop acts through: a proven process, and its group when the scope is
+// one. Process is nil when the process had already exited (its group's members may live on).
+type Target struct {
+	PID     int
+	Process *authority.Process
+	Group   *authority.Group
+}
+
+// Stop stops t and reports the outcome. It never signals anything but t's process or group, and
+// each group signal re-proves the group's identity first.
+func Stop(ctx context.Context, t Target, opts Options) Result {
+	res := Result{PID: t.PID}
+	err := t.signal(syscall.SIGTERM)
+	if errors.Is(err, errors.ErrUnsupported) { // Windows: no SIGTERM, only TerminateProcess
+		return t.kill(ctx, res, opts)
+	}
+	if done, r := t.settle(res, err, true); done {
+		return r
+	}
+	graceCtx, cancel := context.WithTimeout(ctx, opts.grace())
+	err = t.wait(graceCtx)
+	cancel()
+	if err == nil {
+		res.Outcome = Exited
+		return res
+	}
+	if ctx.Err() != nil {
+		return timedOut(res, "the deadline came before the exit, during the grace after SIGTERM")
+	}
+	return t.kill(ctx, res, opts)
+}
+
+func (t Target) kill(ctx context.Context, res Result, opts Options) Result {
+	res.Forced = true
+	if done, r := t.settle(res, t.signal(os.Kill), false); done {
+		return r
+	}
+	killCtx, cancel := context.WithTimeout(ctx, opts.killWait())
+	defer cancel()
+	if err := t.wait(killCtx); err != nil {
+		return timedOut(res, "no exit seen after SIGKILL: "+err.Error())
+	}
+	res.Outcome = Exited
+	return res
+}
+
+// settle classifies a signal's error; done is false when the signal went out and the stop goes
+// on. first says whether this was the stop's first signal (a gone target then had exited before).
+func (t Target) settle(res Result, err error, first bool) (done bool, r Result) {
+	switch {
+	case err == nil:
+		return false, res
+	case errors.Is(err, procid.ErrGone):
+		res.Outcome = Exited
+		if first {
+			res.Outcome, res.Reason = AlreadyExited, "it had exited before the stop"
+		}
+		return true, res
+	case errors.Is(err, authority.ErrNoAuthority):
+		res.Outcome, res.Reason = NoAuthority, err.Error()
+	case errors.Is(err, os.ErrPermission):
+		res.Outcome, res.Reason = PermissionDenied, err.Error()
+	default:
+		res.Outcome, res.Reason = NoAuthority, err.Error()
+	}
+	return true, res
+}
+
+func timedOut(res Result, reason string) Result {
+	res.Outcome, res.Reason = TimedOut, reason
+	return res
+}
+
+// signal sends sig to the group when the scope is one, else to the process.
+func (t Target) signal(sig os.Signal) error {
+	if t.Group != nil {
+		return t.Group.Signal(sig)
+	}
+	if t.Process == nil {
+		return procid.ErrGone
+	}
+	return t.Process.Signal(sig)
+}
+
+// wait returns nil once the process has exited and its group, if any, is empty.
+func (t Target) wait(ctx context.Context) error {
+	if t.Process != nil {
+		if err := t.Process.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	if t.Group != nil {
+		return t.Group.Wait(ctx)
+	}
+	return nil
+}

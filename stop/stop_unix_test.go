@@ -1,0 +1,200 @@
+//go:build unix
+
+package stop_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/stop"
+)
+
+func TestMain(m *testing.M) {
+	testproc.Register("child", helperChild)
+	testproc.Register("stop-as-nobody", helperStopAsNobody)
+	testproc.Main(m)
+}
+
+// helperChild is a stop target. Its first argument says how it takes SIGTERM: "exit", "ignore",
+// or "slow" (exits 1 s after it). With "member" as second argument it starts a grandchild in its
+// own process group first. It prints "ready <pid> [<member pid>]" and then blocks on stdin.
+func helperChild(args []string) int {
+	switch args[0] {
+	case "ignore":
+		signal.Ignore(syscall.SIGTERM)
+	case "slow":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		go func() { <-c; time.Sleep(time.Second); os.Exit(0) }()
+	}
+	line := "ready " + strconv.Itoa(os.Getpid())
+	if len(args) > 1 && args[1] == "member" {
+		m := exec.Command(os.Args[0], "ignore") // same group, ignores TERM too: only KILL ends it
+		m.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=child")
+		m.Stdin = os.NewFile(3, "lifeline") // the test's second lifeline: it outlives this process
+		out, _ := m.StdoutPipe()
+		if err := m.Start(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		bufio.NewScanner(out).Scan() // its "ready": TERM is ignored from here on
+		line += " " + strconv.Itoa(m.Process.Pid)
+	}
+	fmt.Println(line)
+	bufio.NewScanner(os.Stdin).Scan()
+	return 0
+}
+
+// helperStopAsNobody drops to uid 65534 and stops the row given as JSON.
+func helperStopAsNobody(args []string) int {
+	if err := errors.Join(syscall.Setgroups(nil), syscall.Setgid(65534), syscall.Setuid(65534)); err != nil {
+		fmt.Println("skip cannot drop privileges:", err)
+		return 0
+	}
+	row, err := ledger.Reparse([]byte(args[0]))
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	res := stop.Row(context.Background(), row, stop.Options{Grace: 200 * time.Millisecond})
+	fmt.Println("outcome", res.Outcome, res.Reason)
+	return 0
+}
+
+// start runs a child helper in a process group of its own, reaped in the background as its
+// owner would, and returns its row (scope pgrp) and the PIDs it reported.
+func start(t *testing.T, args ...string) (ledger.Row, []int, *testproc.Proc) {
+	t.Helper()
+	cmd := testproc.Helper(t, "child", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A grandchild's lifeline, fd 3: it must not close when the child is reaped, as the
+	// child's stdin does, or the grandchild would exit on its own and prove nothing.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.ExtraFiles = []*os.File{r}
+	t.Cleanup(func() { w.Close() })
+	p := testproc.Start(t, cmd)
+	r.Close()
+	var pids []int
+	for _, f := range p.Expect("ready ", 10*time.Second) {
+		pids = append(pids, atoi(f))
+	}
+	go p.Wait() // the owner reaps; a zombie leader would keep the group non-empty
+	inc, err := procid.Read(p.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := ledger.NewRow(inc, procid.Incarnation{})
+	row.Scope, row.PGID = stop.ScopePgrp, &inc.PID
+	return row, pids, p
+}
+
+func gone(t *testing.T, pids ...int) {
+	t.Helper()
+	for _, pid := range pids {
+		if procid.Exists(pid) {
+			if _, err := procid.Read(pid); !errors.Is(err, procid.ErrGone) {
+				t.Errorf("pid %d still alive after the stop", pid)
+			}
+		}
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	ctx := context.Background()
+	t.Run("exits on TERM", func(t *testing.T) {
+		row, pids, _ := start(t, "exit")
+		res := stop.Row(ctx, row, stop.Options{})
+		if res.Outcome != stop.Exited || res.Forced {
+			t.Errorf("result %+v; want exited without force", res)
+		}
+		gone(t, pids...)
+	})
+	t.Run("ignores TERM", func(t *testing.T) {
+		row, pids, _ := start(t, "ignore")
+		res := stop.Row(ctx, row, stop.Options{Grace: 300 * time.Millisecond})
+		if res.Outcome != stop.Exited || !res.Forced {
+			t.Errorf("result %+v; want exited with force", res)
+		}
+		gone(t, pids...)
+	})
+	t.Run("group member ignores TERM", func(t *testing.T) {
+		row, pids, _ := start(t, "exit", "member")
+		res := stop.Row(ctx, row, stop.Options{Grace: 300 * time.Millisecond})
+		if res.Outcome != stop.Exited || !res.Forced {
+			t.Errorf("result %+v; want exited with force (the member ignores TERM)", res)
+		}
+		gone(t, pids...)
+	})
+	t.Run("already exited", func(t *testing.T) {
+		row, _, p := start(t, "exit")
+		p.Stdin().Close()
+		p.Wait()
+		if res := stop.Row(ctx, row, stop.Options{}); res.Outcome != stop.AlreadyExited {
+			t.Errorf("result %+v; want already-exited", res)
+		}
+	})
+	t.Run("timed out, exit seen later", func(t *testing.T) {
+		row, pids, p := start(t, "slow")
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		res := stop.Row(dctx, row, stop.Options{Grace: 5 * time.Second})
+		if res.Outcome != stop.TimedOut || res.Forced {
+			t.Errorf("result %+v; want timed-out without force", res)
+		}
+		if err := p.Wait(); err != nil {
+			t.Errorf("the slow child's later exit: %v", err)
+		}
+		gone(t, pids...)
+	})
+	t.Run("wrong identity", func(t *testing.T) {
+		row, pids, _ := start(t, "exit")
+		wrong := *row.StartTicks + 1
+		row.StartTicks = &wrong
+		if res := stop.Row(ctx, row, stop.Options{}); res.Outcome != stop.NoAuthority {
+			t.Errorf("result %+v; want no-authority", res)
+		}
+		if _, err := procid.Read(pids[0]); err != nil {
+			t.Errorf("the child was touched: %v", err)
+		}
+	})
+}
+
+// TestPermissionDenied: an unprivileged caller stopping a process it may not signal gets
+// permission-denied, and the process lives.
+func TestPermissionDenied(t *testing.T) {
+	testproc.RequireRoot(t)
+	row, pids, _ := start(t, "exit")
+	raw, _ := json.Marshal(row)
+	h := testproc.Start(t, testproc.Helper(t, "stop-as-nobody", string(raw)))
+	f := h.Expect("outcome ", 10*time.Second)
+	if f[0] != "permission-denied" {
+		t.Errorf("outcome as uid 65534: %v; want permission-denied", f)
+	}
+	if _, err := procid.Read(pids[0]); err != nil {
+		t.Errorf("the child did not survive: %v", err)
+	}
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}

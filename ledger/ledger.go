@@ -214,3 +214,28 @@ func (l *Ledger) LockStatus(ctx context.Context, wait time.Duration) string {
 	unlock()
 	return "free"
 }
+
+// Same reports whether two rows record the same registration: the same PID, start and
+// registration time. A row rewritten for a new process that reused the PID is not the same.
+func (r Row) Same(o Row) bool {
+	return r.PID == o.PID && r.RegisteredAt == o.RegisteredAt && eqPtr(r.StartTicks, o.StartTicks) &&
+		eqPtr(r.CreateTime, o.CreateTime)
+}
+
+func eqPtr[T comparable](a, b *T) bool { return a == b || a != nil && b != nil && *a == *b }
+
+// Drop removes the given rows (see [Row.Same]), for callers that proved their processes gone.
+func (l *Ledger) Drop(ctx context.Context, drop []Row) error {
+	if len(drop) == 0 {
+		return nil
+	}
+	_, err := l.Update(ctx, nil, func(rows []Row) ([]Row, error) {
+		return slices.DeleteFunc(rows, func(r Row) bool {
+			return slices.ContainsFunc(drop, r.Same)
+		}), nil
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: drop rows: %w", err)
+	}
+	return nil
+}

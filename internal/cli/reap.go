@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/custody-dev/custody/reap"
+	"github.com/custody-dev/custody/stop"
+)
+
+type reapOptions struct {
+	*globals
+	dryRun bool
+	json   bool
+	all    bool
+	grace  time.Duration
+}
+
+const reapHelp = `Stop what crashed sessions left behind, only with proof. A row is reaped when all hold:
+  - it is reapable: its reapable field is true, or absent with purpose serve, dashboard,
+    gateway or mcp-helper (rows from 'custody run' and 'custody register' are, unless --keep);
+  - its own identity is proven now (exact start, or create time within 2 s);
+  - its spawner is provably dead (a live PID with another start counts as dead), or no spawner
+    was recorded and the process was reparented to init more than 180 s after it started;
+  - it is neither this reaper nor one of its ancestors.
+Unknown anywhere means keep. A reap stops the row's scope as 'custody stop' does. Every row's
+decision is printed with its reason: reap (spawner-dead, orphaned), gone (already-exited, other-boot:
+the row is dropped), or keep (pid-reused, not-reapable, identity-unproven, spawner-alive,
+spawner-unknown, not-orphaned, too-young, self-or-ancestor). Only rows of this install are considered unless --all.
+
+EXIT STATUS
+  0   every reaped row's outcome is exited or already-exited (or --dry-run)
+  1   the ledger could not be read (a corrupt one is moved aside); nothing was signalled
+  2   bad flags or arguments
+  3   some reaped row's outcome is no-authority, permission-denied or timed-out
+  11  the ledger lock was held too long when dropping rows`
+
+func newReap(g *globals) *cobra.Command {
+	o := &reapOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "reap [--dry-run] [--json]",
+		Short: "Stop orphans of crashed sessions, only with proof",
+		Long:  reapHelp,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runReap(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.dryRun, "dry-run", false, "signal nothing, change nothing; report the same decisions")
+	f.BoolVar(&o.json, "json", false, "print one JSON array of decisions")
+	f.BoolVar(&o.all, "all", false, "consider rows of every install")
+	f.DurationVar(&o.grace, "grace", stop.DefaultGrace, "time between SIGTERM and SIGKILL")
+	return cmd
+}
+
+func runReap(ctx context.Context, o *reapOptions) error {
+	if o.grace <= 0 {
+		return usagef("reap: --grace must be positive")
+	}
+	l, err := o.open()
+	if err != nil {
+		return err
+	}
+	opts := reap.Options{DryRun: o.dryRun, Stop: stop.Options{Grace: o.grace}}
+	if !o.all {
+		opts.Install = o.install()
+	}
+	ds, err := reap.Run(ctx, l, opts)
+	if ds == nil && err != nil {
+		return fmt.Errorf("reap: %w; nothing was signalled", err)
+	}
+	if perr := printDecisions(o, ds); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if d.Result != nil && !d.Result.OK() {
+			return statusError{exitUnproven}
+		}
+	}
+	return nil
+}
+
+func printDecisions(o *reapOptions, ds []reap.Decision) error {
+	if o.json {
+		if ds == nil {
+			ds = []reap.Decision{}
+		}
+		return writeJSON(o.stdout, ds)
+	}
+	tw := tabwriter.NewWriter(o.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tPURPOSE\tACTION\tREASON\tOUTCOME")
+	for _, d := range ds {
+		outcome := "-"
+		switch {
+		case d.Result != nil:
+			outcome = d.Result.Outcome.String()
+		case d.Action == reap.Reap && o.dryRun:
+			outcome = "(dry run)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", d.PID, dash(d.Purpose), d.Action, d.Reason, outcome)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/stop"
+)
+
+type stopOptions struct {
+	*globals
+	grace time.Duration
+	json  bool
+	pids  []string
+}
+
+const stopHelp = `Stop ledgered processes through proven authority. For each PID, custody opens a handle on
+the process (a pidfd on Linux), proves through it that it is the incarnation its ledger row
+records, and only then signals: SIGTERM to its scope (its process group, when custody started
+it in one), then SIGKILL after the grace. Each PID gets one outcome:
+
+  exited             seen to exit after the stop (a group: every member)
+  already-exited     it had exited before; nothing was signalled
+  no-authority       its identity could not be proven, or it has no ledger row; nothing was signalled
+  permission-denied  the OS refused the signal
+  timed-out          signalled, but no exit was seen in time
+
+Rows of processes seen gone are dropped from the ledger.
+
+EXIT STATUS
+  0   every outcome is exited or already-exited
+  1   the ledger could not be read; nothing was signalled
+  2   bad flags or arguments (such as a PID that is not a positive integer); nothing was signalled
+  3   some outcome is no-authority, permission-denied or timed-out
+  11  the ledger lock was held too long when dropping rows`
+
+func newStop(g *globals) *cobra.Command {
+	o := &stopOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "stop [--grace D] [--json] PID...",
+		Short: "Stop ledgered processes through proven authority",
+		Long:  stopHelp,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.pids = args
+			return runStop(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().DurationVar(&o.grace, "grace", stop.DefaultGrace, "time between SIGTERM and SIGKILL")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON array of outcomes")
+	return cmd
+}
+
+func runStop(ctx context.Context, o *stopOptions) error {
+	var pids []int
+	for _, s := range o.pids {
+		pid, err := parsePID(s)
+		if err != nil {
+			return err
+		}
+		pids = append(pids, pid)
+	}
+	if o.grace <= 0 {
+		return usagef("stop: --grace must be positive")
+	}
+	l, err := o.open()
+	if err != nil {
+		return err
+	}
+	rows, err := l.Rows(ctx)
+	if err != nil {
+		return fmt.Errorf("stop: %w; nothing was signalled", err)
+	}
+	results := make([]stop.Result, len(pids))
+	var gone []ledger.Row
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, pid := range pids {
+		row, ok := findRow(rows, pid)
+		if !ok {
+			results[i] = stop.Result{PID: pid, Outcome: stop.NoAuthority, Reason: fmt.Sprintf("no ledger row for pid %d", pid)}
+			continue
+		}
+		wg.Go(func() {
+			results[i] = stop.Row(ctx, row, stop.Options{Grace: o.grace})
+			if results[i].OK() {
+				mu.Lock()
+				gone = append(gone, row)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := printResults(o.stdout, results, o.json); err != nil {
+		return err
+	}
+	if err := l.Drop(ctx, gone); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if !r.OK() {
+			return statusError{exitUnproven}
+		}
+	}
+	return nil
+}
+
+// findRow returns the newest row for pid, of any install: the caller named the PID.
+func findRow(rows []ledger.Row, pid int) (ledger.Row, bool) {
+	var found ledger.Row
+	ok := false
+	for _, r := range rows {
+		if r.PID == pid && (!ok || r.RegisteredAt >= found.RegisteredAt) {
+			found, ok = r, true
+		}
+	}
+	return found, ok
+}
+
+func printResults(w io.Writer, results []stop.Result, asJSON bool) error {
+	if asJSON {
+		return writeJSON(w, results)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tOUTCOME\tFORCED\tREASON")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", r.PID, r.Outcome, yesNo(r.Forced), dash(r.Reason))
+	}
+	return tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,206 @@
+// Package reap stops what crashed sessions left behind, only with proof. A row is reaped when it
+// is reapable, its own identity is proven now, its spawner is provably dead (or, never recorded,
+// the process was orphaned to init more than [MinOrphanAge] ago), and it is neither the reaper
+// nor one of its ancestors. Unknown anywhere means keep. Every decision carries its reason.
+package reap
+
+import (
+	"context"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/stop"
+)
+
+// MinOrphanAge is how old a process without a recorded spawner must be before an orphan of init
+// may be reaped: a younger one may still be finding its way into a ledger with its spawner.
+const MinOrphanAge = 180 * time.Second
+
+// DefaultPurposes are reapable when a row has no reapable field (rows of other programs).
+var DefaultPurposes = []string{"serve", "dashboard", "gateway", "mcp-helper"}
+
+// Action is what reap does with a row.
+type Action string
+
+const (
+	Reap Action = "reap" // stopped (or, in a dry run, would be)
+	Keep Action = "keep" // left alone; Reason says why
+	Gone Action = "gone" // its process had already exited; the row is dropped
+)
+
+// Reason words are stable: programs read them from `custody reap --json`.
+const (
+	SpawnerDead      = "spawner-dead"
+	Orphaned         = "orphaned"          // no spawner recorded; reparented to init and old enough
+	AlreadyExited    = "already-exited"    // the row's process is provably gone
+	PIDReused        = "pid-reused"        // its PID now names another process, which is left alone
+	OtherBoot        = "other-boot"        // recorded under another boot: dead by rule
+	NotReapable      = "not-reapable"      // reapable false, or no field and a purpose not in DefaultPurposes
+	IdentityUnproven = "identity-unproven" // its process could not be proven to be the recorded one
+	SpawnerAlive     = "spawner-alive"
+	SpawnerUnknown   = "spawner-unknown" // the spawner could not be read or proven either way
+	NotOrphaned      = "not-orphaned"    // no spawner recorded and its parent is not init
+	TooYoung         = "too-young"       // no spawner recorded and younger than MinOrphanAge
+	SelfOrAncestor   = "self-or-ancestor"
+)
+
+// Decision is reap's verdict on one row.
+type Decision struct {
+	PID     int          `json:"pid"`
+	Purpose string       `json:"purpose"`
+	Action  Action       `json:"action"`
+	Reason  string       `json:"reason"`
+	Result  *stop.Result `json:"result,omitempty"` // the stop's outcome, when reaped for real
+	row     ledger.Row
+}
+
+// Decide judges every row. It reads each PID at most once.
+func Decide(rows []ledger.Row) []Decision {
+	j := judge{reads: map[int]read{}, ancestors: ancestors(), now: time.Now()}
+	out := make([]Decision, 0, len(rows))
+	for _, r := range rows {
+		action, reason := j.decide(r)
+		out = append(out, Decision{PID: r.PID, Purpose: r.Purpose, Action: action, Reason: reason, row: r})
+	}
+	return out
+}
+
+// Options tunes [Run].
+type Options struct {
+	DryRun  bool
+	Install string       // only rows of this install; empty means every row
+	Stop    stop.Options // how each reaped row is stopped
+}
+
+// Run decides, stops each row to reap as `custody stop` would (its scope, through proven
+// authority), and drops from the ledger the rows whose process is provably gone. A dry run
+// signals nothing and changes nothing, and reports the same decisions.
+func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error) {
+	rows, err := l.Rows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Install != "" {
+		rows = slices.DeleteFunc(rows, func(r ledger.Row) bool { return r.Install != opts.Install })
+	}
+	ds := Decide(rows)
+	if opts.DryRun {
+		return ds, nil
+	}
+	var drop []ledger.Row
+	for i := range ds {
+		d := &ds[i]
+		switch d.Action {
+		case Reap:
+			res := stop.Row(ctx, d.row, opts.Stop)
+			d.Result = &res
+			if res.OK() {
+				drop = append(drop, d.row)
+			}
+		case Gone:
+			drop = append(drop, d.row)
+		}
+	}
+	return ds, l.Drop(ctx, drop)
+}
+
+type read struct {
+	inc procid.Incarnation
+	err error
+}
+
+type judge struct {
+	reads     map[int]read
+	ancestors []int
+	now       time.Time
+}
+
+func (j *judge) read(pid int) read {
+	rd, ok := j.reads[pid]
+	if !ok {
+		rd.inc, rd.err = procid.Read(pid)
+		j.reads[pid] = rd
+	}
+	return rd
+}
+
+func (j *judge) check(rec procid.Record) (procid.State, procid.Proof) {
+	if rec.BootID != nil {
+		if boot, err := procid.BootID(); err == nil && boot != *rec.BootID {
+			return procid.Dead, procid.NoProof
+		}
+	}
+	rd := j.read(rec.PID)
+	return rec.Judge(rd.inc, rd.err, true)
+}
+
+// decide applies the reaping rules in order; the first that fails names the reason.
+func (j *judge) decide(r ledger.Row) (Action, string) {
+	if slices.Contains(j.ancestors, r.PID) {
+		return Keep, SelfOrAncestor
+	}
+	if r.BootID != nil {
+		if boot, err := procid.BootID(); err == nil && boot != *r.BootID {
+			return Gone, OtherBoot
+		}
+	}
+	state, proof := j.check(r.Record())
+	switch {
+	case state == procid.Dead && j.read(r.PID).err == nil:
+		return Keep, PIDReused // the row is dead, but say so rather than drop it silently
+	case state == procid.Dead:
+		return Gone, AlreadyExited
+	case state != procid.Alive || proof == procid.NoProof:
+		return Keep, IdentityUnproven
+	case !reapable(r):
+		return Keep, NotReapable
+	}
+	spawner := r.SpawnerRecord()
+	if spawner.PID == 0 {
+		return j.orphan(r)
+	}
+	switch s, _ := j.check(spawner); s {
+	case procid.Dead:
+		return Reap, SpawnerDead
+	case procid.Alive:
+		return Keep, SpawnerAlive
+	}
+	return Keep, SpawnerUnknown
+}
+
+// orphan decides a row without a recorded spawner: reapable once reparented to init and older
+// than MinOrphanAge. A subreaper cannot be told from outside, so only init counts.
+func (j *judge) orphan(r ledger.Row) (Action, string) {
+	inc := j.read(r.PID).inc
+	if inc.PPID != 1 {
+		return Keep, NotOrphaned
+	}
+	if j.now.Sub(time.Unix(0, int64(inc.CreateTime*1e9))) < MinOrphanAge {
+		return Keep, TooYoung
+	}
+	return Reap, Orphaned
+}
+
+func reapable(r ledger.Row) bool {
+	if r.Reapable != nil {
+		return *r.Reapable
+	}
+	return slices.Contains(DefaultPurposes, r.Purpose)
+}
+
+// ancestors lists the reaper and every process above it, up to init.
+func ancestors() []int {
+	out := []int{os.Getpid()}
+	for pid := os.Getppid(); pid > 0 && !slices.Contains(out, pid); {
+		out = append(out, pid)
+		inc, err := procid.Read(pid)
+		if err != nil {
+			break
+		}
+		pid = inc.PPID
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+//go:build unix
+
+package reap_test
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/reap"
+)
+
+func TestMain(m *testing.M) { testproc.Main(m) }
+
+func row(t *testing.T, pid int, spawner procid.Incarnation) ledger.Row {
+	t.Helper()
+	inc, err := procid.Read(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ledger.NewRow(inc, spawner)
+	r.Purpose = "serve"
+	return r
+}
+
+// TestDecide covers the rules the command-line tests do not reach.
+func TestDecide(t *testing.T) {
+	self, _ := procid.Self()
+	parent, _ := procid.Read(os.Getppid())
+	child := testproc.Start(t, exec.Command("cat"))
+	gone := testproc.Start(t, exec.Command("cat"))
+	goneRow := row(t, gone.Process.Pid, procid.Incarnation{})
+	gone.Stdin().Close()
+	gone.Wait()
+
+	noProof := row(t, child.Process.Pid, procid.Incarnation{})
+	noProof.StartTicks, noProof.CreateTime, noProof.BootStart = nil, nil, nil
+	otherBoot := row(t, child.Process.Pid, procid.Incarnation{})
+	boot := "another-boot"
+	otherBoot.BootID = &boot
+
+	tests := []struct {
+		desc   string
+		row    ledger.Row
+		action reap.Action
+		reason string
+	}{
+		{"the reaper itself", row(t, self.PID, procid.Incarnation{}), reap.Keep, reap.SelfOrAncestor},
+		{"the reaper's parent", row(t, parent.PID, procid.Incarnation{}), reap.Keep, reap.SelfOrAncestor},
+		{"no spawner, parent alive", row(t, child.Process.Pid, procid.Incarnation{}), reap.Keep, reap.NotOrphaned},
+		{"exited", goneRow, reap.Gone, reap.AlreadyExited},
+		{"no start recorded", noProof, reap.Keep, reap.IdentityUnproven},
+		{"another boot", otherBoot, reap.Gone, reap.OtherBoot},
+	}
+	for _, tc := range tests {
+		d := reap.Decide([]ledger.Row{tc.row})[0]
+		if d.Action != tc.action || d.Reason != tc.reason {
+			t.Errorf("%s: %s %s, want %s %s", tc.desc, d.Action, d.Reason, tc.action, tc.reason)
+		}
+	}
+}

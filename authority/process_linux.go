@@ -42,8 +42,11 @@ func fromOS(osp *os.Process) (*Process, error) {
 	if !pidfdWorks() {
 		return fromOSChecked(osp)
 	}
+	// A new pidfd, not a dup of Go's: a dup shares the open file description, so making it
+	// non-blocking for the poller would make Go's own waitid(P_PIDFD) fail with EAGAIN. Opening
+	// by PID is safe inside WithHandle: the child is unreaped, so its PID cannot be recycled.
 	fd, dupErr := -1, error(nil)
-	err := osp.WithHandle(func(h uintptr) { fd, dupErr = unix.FcntlInt(h, unix.F_DUPFD_CLOEXEC, 0) })
+	err := osp.WithHandle(func(uintptr) { fd, dupErr = unix.PidfdOpen(osp.Pid, 0) })
 	switch {
 	case errors.Is(err, os.ErrNoHandle):
 		// Started before pidfd worked, or by a runtime that could not take one at spawn.
@@ -53,7 +56,7 @@ func fromOS(osp *os.Process) (*Process, error) {
 	case err != nil:
 		return nil, fmt.Errorf("authority: wrap pid %d: %w", osp.Pid, err)
 	case dupErr != nil:
-		return nil, fmt.Errorf("authority: wrap pid %d: %w", osp.Pid, os.NewSyscallError("fcntl", dupErr))
+		return nil, fmt.Errorf("authority: wrap pid %d: %w", osp.Pid, os.NewSyscallError("pidfd_open", dupErr))
 	}
 	f, err := newPidfdFile(fd, osp.Pid)
 	if err != nil {

@@ -44,9 +44,9 @@ func target(row ledger.Row) (t Target, res Result, ok bool) {
 		} else if row.StartTicks != nil {
 			leader.Start = *row.StartTicks
 		}
-		t.Group = &authority.Group{PGID: row.PID, Leader: leader}
+		t.Scope = authority.Group{PGID: row.PID, Leader: leader}
 	}
-	if gone && t.Group == nil {
+	if gone && t.Scope == nil {
 		res.Outcome, res.Reason = AlreadyExited, "it had exited before the stop"
 		return t, res, false
 	}

@@ -76,16 +76,23 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Target is the authority a stop acts through: a proven process, and its group when the scope is
-// one. Process is nil when the process had already exited (its group's members may live on).
+// Scope is what a stop signals as a unit besides the process: an [authority.Group] (which
+// re-proves its identity before each signal) or a scope.Scope custody created. Signal returns an
+// error wrapping procid.ErrGone when nothing is left; Wait returns nil once it is empty.
+type Scope interface {
+	Signal(os.Signal) error
+	Wait(context.Context) error
+}
+
+// Target is the authority a stop acts through: a proven process, and its scope when it has one.
+// Process is nil when the process had already exited (its scope's members may live on).
 type Target struct {
 	PID     int
 	Process *authority.Process
-	Group   *authority.Group
+	Scope   Scope
 }
 
-// Stop stops t and reports the outcome. It never signals anything but t's process or group, and
-// each group signal re-proves the group's identity first.
+// Stop stops t and reports the outcome. It never signals anything but t's process or scope.
 func Stop(ctx context.Context, t Target, opts Options) Result {
 	res := Result{PID: t.PID}
 	err := t.signal(syscall.SIGTERM)
@@ -149,10 +156,10 @@ func timedOut(res Result, reason string) Result {
 	return res
 }
 
-// signal sends sig to the group when the scope is one, else to the process.
+// signal sends sig to the scope when there is one, else to the process.
 func (t Target) signal(sig os.Signal) error {
-	if t.Group != nil {
-		return t.Group.Signal(sig)
+	if t.Scope != nil {
+		return t.Scope.Signal(sig)
 	}
 	if t.Process == nil {
 		return procid.ErrGone
@@ -160,15 +167,15 @@ func (t Target) signal(sig os.Signal) error {
 	return t.Process.Signal(sig)
 }
 
-// wait returns nil once the process has exited and its group, if any, is empty.
+// wait returns nil once the process has exited and its scope, if any, is empty.
 func (t Target) wait(ctx context.Context) error {
 	if t.Process != nil {
 		if err := t.Process.Wait(ctx); err != nil {
 			return err
 		}
 	}
-	if t.Group != nil {
-		return t.Group.Wait(ctx)
+	if t.Scope != nil {
+		return t.Scope.Wait(ctx)
 	}
 	return nil
 }

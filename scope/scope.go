@@ -1,0 +1,187 @@
+// Package scope takes a child's scope — what a stop or its owner's death kills as a unit — at
+// spawn time, so the child never runs one instruction outside it:
+//
+//	OS            scope                              taken by                       kind
+//	Linux, macOS  a new process group, led by the    Setpgid in the fork, before    "pgrp"
+//	              child (pgid == child's pid)        exec (no window)
+//	Windows       a job object custody creates,      CREATE_SUSPENDED, then         "job"
+//	              JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE AssignProcessToJobObject,
+//	                                                 then resume
+//
+// Every descendant the child starts is born into its scope. Call [Prepare] before cmd.Start and
+// [Attach] right after it:
+//
+//	if err := scope.Prepare(cmd); err != nil { … }
+//	if err := cmd.Start(); err != nil { … }
+//	s, err := scope.Attach(cmd) // on error the child was killed; still cmd.Wait for it
+//
+// What each scope guarantees, and where it stops:
+//   - Windows: the job dies with its last handle. Custody's handle is not inheritable and the job
+//     has no name, so the owner holds the only one (short of another process duplicating it out
+//     of the owner, which needs PROCESS_DUP_HANDLE on the owner): when the owner exits — cleanly,
+//     by crash or by TerminateProcess — the kernel closes it and kills every process in the job.
+//     That is DESIGN invariant 3 on Windows, with no supervisor. A descendant leaves the job only with
+//     CREATE_BREAKAWAY_FROM_JOB under a job that allows breakaway, which custody's never does.
+//   - Unix: a process group does not die with its owner by itself; the owner-death supervisor
+//     (custody supervise) covers it. And it does not contain a descendant that calls setsid(2),
+//     or setpgid(2) into another group: that process leaves the scope, and a stop does not reach
+//     it. A custody cgroup (cgroup.kill) would contain it; it is not part of this package yet.
+//
+// A [Scope] signals only its own group or job, never the caller's (DESIGN invariant 2).
+package scope
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+)
+
+// Kind names the mechanism of a scope; ledger rows record it in their "scope" field.
+type Kind string
+
+const (
+	KindGroup Kind = "pgrp" // a Unix process group led by the child
+	KindJob   Kind = "job"  // a Windows job object custody created
+)
+
+var (
+	// ErrNotPrepared is returned by [Attach] for a command started without [Prepare]: its child
+	// runs outside any scope custody could take without a window, so Attach kills it.
+	ErrNotPrepared = errors.New("scope: command was started without scope.Prepare")
+	// errStarted refuses to prepare a command too late.
+	errStarted = errors.New("already started")
+)
+
+// Scope is the scope of one child started with [Prepare] and [Attach], or rebuilt from a ledger
+// row with [FromGroup]. Its methods are safe for concurrent use.
+type Scope struct {
+	leader procid.ID
+	sys    sysScope // per-OS: the process group, or the job handle
+}
+
+// Prepare arranges for cmd's child to start in a new scope of its own. Call it before cmd.Start;
+// it refuses a command already started. It keeps cmd.SysProcAttr's other settings.
+//
+// Unix: sets Setpgid (unless Setsid is set: setsid(2) makes the child lead a new group too, and a
+// setpgid(2) after it would fail); it refuses a nonzero Pgid, which would join an existing group.
+// Windows: adds CREATE_SUSPENDED and CREATE_NEW_PROCESS_GROUP to CreationFlags. The child stays
+// suspended until [Attach] resumes it, so a prepared command that is started must be attached.
+// CREATE_NEW_PROCESS_GROUP keeps the owner's console Ctrl+C from reaching the child directly (the
+// child starts with Ctrl+C ignored; CTRL_BREAK_EVENT still reaches its console group): the owner
+// decides what stops its children.
+func Prepare(cmd *exec.Cmd) error {
+	if cmd.Process != nil {
+		return fmt.Errorf("scope: prepare %s: %w", cmd.Path, errStarted)
+	}
+	return prepare(cmd)
+}
+
+// Attach takes custody of the scope of cmd's child. Call it right after a successful cmd.Start
+// of a command given to [Prepare], before anything waits for the child.
+//
+// Unix: records the group (pgid == the child's pid) and its leader's incarnation; if the child has
+// already exited, its start can no longer be read and [Scope.Leader] has Start 0. Windows: creates
+// the job, assigns the suspended child to it through its process handle, then resumes it.
+//
+// When Attach fails, it has killed the child (on Unix its whole group, when the group was made),
+// so no unowned child is left; the caller still waits for cmd to reap it. A command started
+// without Prepare fails with an error wrapping [ErrNotPrepared].
+func Attach(cmd *exec.Cmd) (*Scope, error) {
+	if cmd.Process == nil {
+		return nil, fmt.Errorf("scope: attach %s: not started", cmd.Path)
+	}
+	s, err := attach(cmd)
+	if err != nil {
+		abort(cmd)
+		return nil, err
+	}
+	return s, nil
+}
+
+// FromGroup rebuilds the scope of a process group recorded in a ledger row (its pgid and its
+// leader's incarnation), for a stop by another process than the one that spawned it. A zero
+// leader.PID is taken as pgid; leader.Start 0 means the start was not recorded, which makes
+// [Scope.Signal] refuse while the leader is alive (see [authority.Group]).
+//
+// On Windows it returns an error wrapping [errors.ErrUnsupported]: a job object can be opened
+// from another process only by name, and custody's jobs have none, so that nothing but the owner
+// can hold one open (and keep its processes alive past the owner's death).
+func FromGroup(pgid int, leader procid.ID) (*Scope, error) { return fromGroup(pgid, leader) }
+
+// Kind reports the mechanism: [KindGroup] on Unix, [KindJob] on Windows.
+func (s *Scope) Kind() Kind { return kind }
+
+// PGID returns the process group's id on Unix, and 0 on Windows.
+func (s *Scope) PGID() int { return s.pgid() }
+
+// Leader returns the incarnation of the child the scope was taken for (on Unix, the group's
+// leader). Start is 0 when it was not known (see [Attach] and [FromGroup]).
+func (s *Scope) Leader() procid.ID { return s.leader }
+
+// Signal sends sig to every process in the scope. Success means the signal was accepted, never
+// that anything exited: [Scope.Wait] observes that. It returns an error wrapping
+// [procid.ErrGone] when nothing is left in the scope (nothing was signalled), one satisfying
+// errors.Is(err, os.ErrPermission) when the OS refuses, and one wrapping os.ErrClosed after
+// [Scope.Close].
+//
+// Unix: kill(-pgid) through [authority.Group.Signal], which re-proves the group's identity first
+// and refuses (wrapping authority.ErrNoAuthority) when it does not hold. While the leader is the
+// caller's unreaped child (a zombie included), its PID cannot be recycled, so the pgid is pinned
+// and the proof cannot be fooled; after it is reaped, the small window documented on
+// [authority.Group] applies. A group whose only member left is the unreaped leader's zombie
+// accepts signals.
+//
+// Windows: [os.Kill] terminates every process in the job (TerminateJobObject, exit code 1);
+// other signals return an error wrapping [errors.ErrUnsupported].
+func (s *Scope) Signal(sig os.Signal) error { return s.signal(sig) }
+
+// Empty reports whether no process is left in the scope. On Unix a zombie, exited but not yet
+// reaped by its parent, counts as a member — the leader's included, until the caller's
+// cmd.Wait — so Empty never reports an exit early. On Windows it asks the job for its count of
+// active processes.
+func (s *Scope) Empty() (bool, error) { return s.empty() }
+
+// Wait polls [Scope.Empty], from every 1 ms up to every 100 ms, until the scope is empty or ctx
+// is done, and returns nil only when it saw the scope empty. When ctx ends first the error wraps
+// context.Cause(ctx). On Unix the leader's zombie keeps the group non-empty, so something must
+// reap the child (cmd.Wait) for Wait to return.
+func (s *Scope) Wait(ctx context.Context) error {
+	delay := time.Millisecond
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// An emptiness that raced the deadline still counts.
+			if empty, err := s.Empty(); err == nil && empty {
+				return nil
+			}
+			return fmt.Errorf("scope: wait %v: %w", s, context.Cause(ctx))
+		case <-t.C:
+		}
+		empty, err := s.Empty()
+		if err != nil {
+			return err
+		}
+		if empty {
+			return nil
+		}
+		t.Reset(delay)
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// Close releases the scope. On Windows it closes custody's handle to the job, the only one, and
+// so kills every process still in it (KILL_ON_JOB_CLOSE); afterwards Signal, Empty and Wait
+// return errors wrapping os.ErrClosed. A Scope dropped without Close keeps its job until the
+// owner exits, when the processes die with it. On Unix Close does nothing: stop the group with
+// Signal and Wait first. Close is idempotent.
+func (s *Scope) Close() error { return s.close() }
+
+// String names the scope for messages: "pgrp 4242", or "job of pid 4242".
+func (s *Scope) String() string { return s.describe() }

@@ -1,0 +1,42 @@
+//go:build !unix && !windows
+
+package scope
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+
+	"github.com/custody-dev/custody/procid"
+)
+
+// Neither process groups nor job objects exist here (plan9, js, wasip1): every operation returns
+// an error wrapping [errors.ErrUnsupported].
+
+const kind Kind = "none"
+
+type sysScope struct{}
+
+func unsupported(op string) error {
+	return fmt.Errorf("scope: %s on %s: %w", op, runtime.GOOS, errors.ErrUnsupported)
+}
+
+func prepare(*exec.Cmd) error { return unsupported("prepare") }
+
+func attach(*exec.Cmd) (*Scope, error) { return nil, unsupported("attach") }
+
+func abort(cmd *exec.Cmd) { cmd.Process.Kill() }
+
+func fromGroup(int, procid.ID) (*Scope, error) { return nil, unsupported("process group") }
+
+func (s *Scope) pgid() int { return 0 }
+
+func (s *Scope) signal(os.Signal) error { return unsupported("signal") }
+
+func (s *Scope) empty() (bool, error) { return false, unsupported("empty") }
+
+func (s *Scope) close() error { return nil }
+
+func (s *Scope) describe() string { return "no scope" }

@@ -1,0 +1,110 @@
+//go:build unix
+
+package scope
+
+// Unix scopes are process groups. Facts relied on:
+//
+//	SysProcAttr.Setpgid      setpgid(0, 0) in the forked child before exec, so the child leads
+//	                         a new group (pgid == its pid) before it runs any code of its own;
+//	                         a failure aborts cmd.Start
+//	setsid(2)                a new session is a new group too; setpgid(2) after it fails (EPERM)
+//	a group's id             is its leader's pid; the kernel does not hand out a pid that is still
+//	                         some group's id, and an unreaped child (a zombie too) pins its pid
+//	kill(-pgid, sig)         signals every member; ESRCH when none is left (zombies count)
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/procid"
+	"golang.org/x/sys/unix"
+)
+
+const kind = KindGroup
+
+type sysScope struct {
+	group authority.Group
+}
+
+func prepare(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := cmd.SysProcAttr
+	if a.Pgid != 0 {
+		return fmt.Errorf("scope: prepare %s: SysProcAttr.Pgid %d would join an existing group", cmd.Path, a.Pgid)
+	}
+	if !a.Setsid {
+		a.Setpgid = true
+	}
+	return nil
+}
+
+// prepared reports whether cmd's child was made to lead a new group.
+func prepared(cmd *exec.Cmd) bool {
+	a := cmd.SysProcAttr
+	return a != nil && a.Pgid == 0 && (a.Setpgid || a.Setsid)
+}
+
+func attach(cmd *exec.Cmd) (*Scope, error) {
+	pid := cmd.Process.Pid
+	if !prepared(cmd) {
+		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, ErrNotPrepared)
+	}
+	leader := procid.ID{PID: pid}
+	inc, err := procid.Read(pid)
+	switch {
+	case errors.Is(err, procid.ErrGone):
+		// Already exited: a zombie until the caller reaps it, so the group, which may hold its
+		// children, is still pinned; only the leader's start can no longer be read.
+	case err != nil:
+		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, err)
+	case inc.PGID != pid:
+		// The child moved itself into another group between exec and now.
+		return nil, fmt.Errorf("scope: attach pid %d: it is in process group %d, not its own", pid, inc.PGID)
+	default:
+		leader = inc.ID
+	}
+	return newGroupScope(leader), nil
+}
+
+func newGroupScope(leader procid.ID) *Scope {
+	return &Scope{leader: leader, sys: sysScope{group: authority.Group{PGID: leader.PID, Leader: leader}}}
+}
+
+// abort kills a child whose attach failed. When it was made to lead a group, the group goes too:
+// the child may have started others already. Its pid is pinned while it is unreaped, which
+// Attach's contract (nothing waits for it yet) guarantees, so kill(-pid) reaches only its group.
+func abort(cmd *exec.Cmd) {
+	if prepared(cmd) && cmd.ProcessState == nil {
+		unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+	}
+	cmd.Process.Kill()
+}
+
+func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
+	if leader.PID == 0 {
+		leader.PID = pgid
+	}
+	switch {
+	case pgid <= 1:
+		return nil, fmt.Errorf("scope: group %d: not a process group custody may signal", pgid)
+	case leader.PID != pgid:
+		return nil, fmt.Errorf("scope: group %d: leader %v does not lead it", pgid, leader)
+	}
+	return newGroupScope(leader), nil
+}
+
+func (s *Scope) pgid() int { return s.sys.group.PGID }
+
+func (s *Scope) signal(sig os.Signal) error { return s.sys.group.Signal(sig) }
+
+func (s *Scope) empty() (bool, error) { return s.sys.group.Empty() }
+
+func (s *Scope) close() error { return nil }
+
+func (s *Scope) describe() string { return fmt.Sprintf("pgrp %d", s.sys.group.PGID) }

@@ -1,0 +1,144 @@
+package scope
+
+// Windows scopes are job objects (job_windows.go), entered before the child runs (this file) and
+// resumed after (resume_windows.go). API facts relied on:
+//
+//	PROC_THREAD_ATTRIBUTE_JOB_LIST   would start the child inside the job, but os/exec offers no
+//	                          way to pass it; CREATE_SUSPENDED + assign + resume has no window
+//	                          either: the child runs nothing, and starts nothing, before the resume
+//	os.Process.WithHandle     the handle CreateProcess returned (PROCESS_ALL_ACCESS, so it has the
+//	                          PROCESS_SET_QUOTA|PROCESS_TERMINATE that AssignProcessToJobObject
+//	                          needs); it names the child until os/exec waits for it
+//	AssignProcessToJobObject  the child's descendants are born into the job and cannot leave it:
+//	                          breakaway needs JOB_OBJECT_LIMIT_BREAKAWAY_OK, never set here
+//	TerminateProcess          through the handle, for a child whose attach failed
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/custody-dev/custody/procid"
+	"golang.org/x/sys/windows"
+)
+
+const kind = KindJob
+
+type sysScope struct {
+	mu  sync.RWMutex   // read-held while job is in use; Close takes it for writing
+	job windows.Handle // 0 after Close: a closed handle's value can be reissued to another object
+}
+
+func prepare(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.CreationFlags |= windows.CREATE_SUSPENDED | windows.CREATE_NEW_PROCESS_GROUP
+	return nil
+}
+
+func attach(cmd *exec.Cmd) (s *Scope, err error) {
+	pid := cmd.Process.Pid
+	if a := cmd.SysProcAttr; a == nil || a.CreationFlags&windows.CREATE_SUSPENDED == 0 {
+		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, ErrNotPrepared)
+	}
+	job, err := newJob()
+	if err != nil {
+		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, err)
+	}
+	defer func() {
+		if err != nil {
+			windows.CloseHandle(job) // KILL_ON_JOB_CLOSE: ends the child too if it was assigned
+		}
+	}()
+	var leader procid.ID
+	var enterErr error
+	if err := cmd.Process.WithHandle(func(h uintptr) {
+		leader, enterErr = enter(job, windows.Handle(h), pid)
+	}); err != nil {
+		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, err)
+	}
+	if enterErr != nil {
+		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, enterErr)
+	}
+	return &Scope{leader: leader, sys: sysScope{job: job}}, nil
+}
+
+// enter assigns the suspended process h to job, reads its incarnation, and resumes it.
+func enter(job, h windows.Handle, pid int) (procid.ID, error) {
+	if err := windows.AssignProcessToJobObject(job, h); err != nil {
+		return procid.ID{}, os.NewSyscallError("AssignProcessToJobObject", err)
+	}
+	var created, exit, kernel, user windows.Filetime
+	if err := windows.GetProcessTimes(h, &created, &exit, &kernel, &user); err != nil {
+		return procid.ID{}, os.NewSyscallError("GetProcessTimes", err)
+	}
+	if err := resume(pid); err != nil {
+		return procid.ID{}, err
+	}
+	return procid.ID{PID: pid, Start: uint64(created.HighDateTime)<<32 | uint64(created.LowDateTime)}, nil
+}
+
+// abort terminates a child whose attach failed, through its handle.
+func abort(cmd *exec.Cmd) { cmd.Process.Kill() }
+
+func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
+	return nil, fmt.Errorf("scope: process group %d on windows: %w", pgid, errors.ErrUnsupported)
+}
+
+func (s *Scope) pgid() int { return 0 }
+
+func (s *Scope) signal(sig os.Signal) error {
+	if sig != os.Kill {
+		return fmt.Errorf("scope: signal %v with %v: %w", s, sig, errors.ErrUnsupported)
+	}
+	s.sys.mu.RLock()
+	defer s.sys.mu.RUnlock()
+	if s.sys.job == 0 {
+		return fmt.Errorf("scope: signal %v: %w", s, os.ErrClosed)
+	}
+	n, err := activeProcesses(s.sys.job)
+	switch {
+	case err != nil:
+		return fmt.Errorf("scope: signal %v: %w", s, err)
+	case n == 0:
+		return fmt.Errorf("scope: signal %v: no process left: %w", s, procid.ErrGone)
+	}
+	if err := windows.TerminateJobObject(s.sys.job, 1); err != nil {
+		// ERROR_ACCESS_DENIED satisfies errors.Is(err, os.ErrPermission).
+		return fmt.Errorf("scope: signal %v: %w", s, os.NewSyscallError("TerminateJobObject", err))
+	}
+	return nil
+}
+
+func (s *Scope) empty() (bool, error) {
+	s.sys.mu.RLock()
+	defer s.sys.mu.RUnlock()
+	if s.sys.job == 0 {
+		return false, fmt.Errorf("scope: %v: %w", s, os.ErrClosed)
+	}
+	n, err := activeProcesses(s.sys.job)
+	if err != nil {
+		return false, fmt.Errorf("scope: %v: %w", s, err)
+	}
+	return n == 0, nil
+}
+
+func (s *Scope) close() error {
+	s.sys.mu.Lock()
+	defer s.sys.mu.Unlock()
+	if s.sys.job == 0 {
+		return nil
+	}
+	err := windows.CloseHandle(s.sys.job)
+	s.sys.job = 0
+	if err != nil {
+		return fmt.Errorf("scope: close %v: %w", s, os.NewSyscallError("CloseHandle", err))
+	}
+	return nil
+}
+
+func (s *Scope) describe() string { return fmt.Sprintf("job of pid %d", s.leader.PID) }

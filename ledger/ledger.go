@@ -14,7 +14,7 @@ import (
 )
 
 // ProveWindow is how many rows each write re-proves by exact identity (see the package doc).
-const ProveWindow = 32
+const ProveWindow = 8
 
 // ErrNotRegistered is returned by [Ledger.Remove] when no row matches.
 var ErrNotRegistered = errors.New("ledger: process not registered")

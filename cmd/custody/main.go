@@ -4,7 +4,11 @@ package main
 import (
 	"os"
 
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/internal/cli"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() {
+	custody.Init() // first: a copy re-executed as its own supervisor serves and exits here
+	os.Exit(cli.Main())
+}

@@ -13,11 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/internal/cli"
 	"github.com/custody-dev/custody/internal/testproc"
 )
 
 func TestMain(m *testing.M) {
+	custody.Init() // custody run's supervisor is this binary, re-executed
 	testproc.Register("custody", func([]string) int { return cli.Main() })
 	testproc.Main(m)
 }
@@ -27,8 +29,8 @@ type result struct {
 	stdout, stderr string
 }
 
-// custody runs the command line as its own process: the test binary re-executed as custody.
-func custody(t *testing.T, args ...string) result {
+// runCLI runs the command line as its own process: the test binary re-executed as custody.
+func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
 	cmd := testproc.Helper(t, "custody", args...)
 	var out, errb bytes.Buffer
@@ -52,7 +54,7 @@ func ledgerPath(t *testing.T) string { return filepath.Join(t.TempDir(), "state"
 // TestBadInput: bad input gets one line on stderr, a non-zero exit, and leaves the ledger as it was.
 func TestBadInput(t *testing.T) {
 	led := ledgerPath(t)
-	if r := custody(t, "--ledger", led, "register", "--pid", strconv.Itoa(cat(t))); r.code != 0 {
+	if r := runCLI(t, "--ledger", led, "register", "--pid", strconv.Itoa(cat(t))); r.code != 0 {
 		t.Fatalf("register: %+v", r)
 	}
 	before, err := os.ReadFile(led)
@@ -79,7 +81,7 @@ func TestBadInput(t *testing.T) {
 		{"extra argument", []string{"ps", "extra"}, 2},
 	}
 	for _, tc := range tests {
-		r := custody(t, append([]string{"--ledger", led}, tc.args...)...)
+		r := runCLI(t, append([]string{"--ledger", led}, tc.args...)...)
 		checkOneLineError(t, tc.desc, r, tc.code)
 		if after, _ := os.ReadFile(led); !bytes.Equal(before, after) {
 			t.Errorf("%s: ledger changed", tc.desc)
@@ -87,7 +89,7 @@ func TestBadInput(t *testing.T) {
 	}
 	// A ledger whose directory cannot be created: its parent is a regular file.
 	bad := filepath.Join(file, "sub", "spawn-ledger.json")
-	r := custody(t, "--ledger", bad, "register", "--pid", strconv.Itoa(cat(t)))
+	r := runCLI(t, "--ledger", bad, "register", "--pid", strconv.Itoa(cat(t)))
 	checkOneLineError(t, "uncreatable directory", r, 1)
 	if fi, _ := os.Stat(file); fi.Size() != 0 || !fi.Mode().IsRegular() {
 		t.Errorf("the file in the way was changed")
@@ -114,10 +116,10 @@ func TestRegisterAndPs(t *testing.T) {
 	led := ledgerPath(t)
 	pid := cat(t)
 	g := []string{"--ledger", led, "--install-root", "/opt/a"}
-	if r := custody(t, append(g, "register", "--pid", strconv.Itoa(pid), "--purpose", "gateway", "--keep")...); r.code != 0 {
+	if r := runCLI(t, append(g, "register", "--pid", strconv.Itoa(pid), "--purpose", "gateway", "--keep")...); r.code != 0 {
 		t.Fatalf("register: %+v", r)
 	}
-	r := custody(t, append(g, "ps", "--json")...)
+	r := runCLI(t, append(g, "ps", "--json")...)
 	var rows []map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || r.code != 0 {
 		t.Fatalf("ps --json: %v (%+v)", err, r)
@@ -133,7 +135,7 @@ func TestRegisterAndPs(t *testing.T) {
 			t.Errorf("ps --json %s = %v, want %v", k, row[k], v)
 		}
 	}
-	r = custody(t, append(g, "ps")...)
+	r = runCLI(t, append(g, "ps")...)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "PID") || !strings.Contains(lines[1], strconv.Itoa(pid)) ||
 		!strings.Contains(lines[1], "gateway") || !strings.Contains(lines[1], "cat") {
@@ -143,10 +145,10 @@ func TestRegisterAndPs(t *testing.T) {
 		t.Errorf("ps table columns not aligned:\n%s", r.stdout)
 	}
 	other := []string{"--ledger", led, "--install-root", "/opt/b"}
-	if r := custody(t, append(other, "ps", "--json")...); strings.TrimSpace(r.stdout) != "[\n]" {
+	if r := runCLI(t, append(other, "ps", "--json")...); strings.TrimSpace(r.stdout) != "[\n]" {
 		t.Errorf("ps of another install lists %q", r.stdout)
 	}
-	if r := custody(t, append(other, "ps", "--all", "--json")...); !strings.Contains(r.stdout, `"gateway"`) {
+	if r := runCLI(t, append(other, "ps", "--all", "--json")...); !strings.Contains(r.stdout, `"gateway"`) {
 		t.Errorf("ps --all misses the row: %q", r.stdout)
 	}
 }
@@ -156,14 +158,14 @@ func TestPsCorrupt(t *testing.T) {
 	led := ledgerPath(t)
 	os.MkdirAll(filepath.Dir(led), 0o700)
 	os.WriteFile(led, []byte("{garbage"), 0o600)
-	r := custody(t, "--ledger", led, "ps")
+	r := runCLI(t, "--ledger", led, "ps")
 	if r.code != 0 || !strings.Contains(r.stderr, "corrupt") || !strings.Contains(r.stderr, led+".corrupt") {
 		t.Errorf("ps on a corrupt ledger: %+v", r)
 	}
 	if b, _ := os.ReadFile(led + ".corrupt"); string(b) != "{garbage" {
 		t.Errorf(".corrupt holds %q", b)
 	}
-	if r := custody(t, "--ledger", led, "doctor"); r.code != 0 || !strings.Contains(r.stdout, ".corrupt") {
+	if r := runCLI(t, "--ledger", led, "doctor"); r.code != 0 || !strings.Contains(r.stdout, ".corrupt") {
 		t.Errorf("doctor after quarantine: %+v", r)
 	}
 }
@@ -172,7 +174,7 @@ func TestPsCorrupt(t *testing.T) {
 // corrupt ledger makes it fail without moving the file.
 func TestDoctor(t *testing.T) {
 	led := ledgerPath(t)
-	r := custody(t, "--ledger", led, "doctor", "--json")
+	r := runCLI(t, "--ledger", led, "doctor", "--json")
 	var rep struct {
 		Features []struct {
 			Name string
@@ -188,7 +190,7 @@ func TestDoctor(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Dir(led), 0o700)
 	os.WriteFile(led, []byte("nope"), 0o600)
-	if r := custody(t, "--ledger", led, "doctor"); r.code != 1 || !strings.Contains(r.stdout, "corrupt") {
+	if r := runCLI(t, "--ledger", led, "doctor"); r.code != 1 || !strings.Contains(r.stdout, "corrupt") {
 		t.Errorf("doctor on a corrupt ledger: %+v", r)
 	}
 	if b, _ := os.ReadFile(led); string(b) != "nope" {
@@ -199,7 +201,7 @@ func TestDoctor(t *testing.T) {
 // TestHelp: the root and every command document their exit status.
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"ps", "--help"}, {"register", "--help"}, {"doctor", "--help"}} {
-		r := custody(t, args...)
+		r := runCLI(t, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "EXIT STATUS") {
 			t.Errorf("custody %v: exit %d, no EXIT STATUS section:\n%s", args, r.code, r.stdout)
 		}

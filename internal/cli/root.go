@@ -63,7 +63,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&g.ledger, "ledger", "", "ledger file (default $CUSTODY_LEDGER, else the user's state directory)")
 	pf.StringVar(&g.tagEnv, "tag-env", "", "name of the spawn tag variable (default $CUSTODY_TAG_ENV, else CUSTODY_SPAWN)")
 	pf.StringVar(&g.installRoot, "install-root", "", "install root whose hash names this install (default: the executable's directory)")
-	root.AddCommand(newPs(g), newRegister(g), newStop(g), newReap(g), newDoctor(g))
+	root.AddCommand(newRun(g), newPs(g), newRegister(g), newStop(g), newReap(g), newSupervise(g), newDoctor(g))
 	root.Args = cobra.NoArgs // an unknown command is then bad input, not a failure
 	for _, c := range append(root.Commands(), root) {
 		c.Args = wrapArgs(c.Args)

@@ -55,7 +55,7 @@ type outcome struct {
 
 func stopJSON(t *testing.T, led string, args ...string) ([]outcome, result) {
 	t.Helper()
-	r := custody(t, append([]string{"--ledger", led, "stop", "--json", "--grace", "300ms"}, args...)...)
+	r := runCLI(t, append([]string{"--ledger", led, "stop", "--json", "--grace", "300ms"}, args...)...)
 	var out []outcome
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("stop --json output %q: %v (stderr %q)", r.stdout, err, r.stderr)
@@ -84,7 +84,7 @@ func TestStop(t *testing.T) {
 	exited := testproc.Start(t, exec.Command("cat"))
 	unregistered := reaped(t, exec.Command("cat"))
 	for _, p := range []*testproc.Proc{term, ignore, exited} {
-		if r := custody(t, "--ledger", led, "register", "--pid", strconv.Itoa(p.Process.Pid)); r.code != 0 {
+		if r := runCLI(t, "--ledger", led, "register", "--pid", strconv.Itoa(p.Process.Pid)); r.code != 0 {
 			t.Fatalf("register: %+v", r)
 		}
 	}
@@ -116,7 +116,7 @@ func TestStop(t *testing.T) {
 		desc string
 		args []string
 	}{{"not a number", []string{"abc"}}, {"zero", []string{"0"}}, {"none", nil}} {
-		r := custody(t, append([]string{"--ledger", led, "stop"}, tc.args...)...)
+		r := runCLI(t, append([]string{"--ledger", led, "stop"}, tc.args...)...)
 		checkOneLineError(t, "stop "+tc.desc, r, 2)
 	}
 	if !alive(t, pids[3]) {
@@ -144,7 +144,7 @@ type decision struct {
 
 func reapJSON(t *testing.T, led string, flags ...string) (map[int]decision, result) {
 	t.Helper()
-	r := custody(t, append([]string{"--ledger", led, "reap", "--json", "--grace", "300ms"}, flags...)...)
+	r := runCLI(t, append([]string{"--ledger", led, "reap", "--json", "--grace", "300ms"}, flags...)...)
 	var ds []decision
 	if err := json.Unmarshal([]byte(r.stdout), &ds); err != nil {
 		t.Fatalf("reap --json output %q: %v (stderr %q)", r.stdout, err, r.stderr)
@@ -246,7 +246,7 @@ func TestReapCorrupt(t *testing.T) {
 	led := ledgerPath(t)
 	os.MkdirAll(filepath.Dir(led), 0o700)
 	os.WriteFile(led, []byte("[{"), 0o600)
-	r := custody(t, "--ledger", led, "reap")
+	r := runCLI(t, "--ledger", led, "reap")
 	checkOneLineError(t, "reap on a corrupt ledger", r, 1)
 	if !strings.Contains(r.stderr, "nothing was signalled") {
 		t.Errorf("stderr %q does not say nothing was signalled", r.stderr)

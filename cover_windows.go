@@ -1,0 +1,12 @@
+package custody
+
+import "github.com/custody-dev/custody/scope"
+
+// On Windows the job object is the cover: the owner holds its only handle, and the kernel closes
+// it when the owner dies, killing every process in the job (KILL_ON_JOB_CLOSE). No supervisor.
+
+func (o *Owner) warm() error { return nil }
+
+func (o *Owner) cover(*scope.Scope) error { return nil }
+
+func (o *Owner) uncover(*scope.Scope) error { return nil }

@@ -1,0 +1,32 @@
+// Package custody starts owned child processes: each is positively identified, dies with its
+// owner however the owner dies, is stopped only through authority retained from its spawn, and is
+// recorded in the shared ledger so that a crashed session's leftovers can be reaped with proof.
+//
+// A program calls [Init] first thing in main, then starts children through an [Owner]:
+//
+//	func main() {
+//		custody.Init() // turns this binary into its own owner-death supervisor when re-executed as one
+//		owner := &custody.Owner{}
+//		child, err := owner.Start(ctx, exec.Command("my-backend"), custody.StartOptions{Purpose: "serve"})
+//		…
+//		res := child.Stop(ctx, stop.Options{}) // TERM its scope, grace, KILL; a typed outcome
+//	}
+//
+// How a child dies with its owner, by OS:
+//
+//	OS       scope (taken at spawn, no window)          owner death reaches it through
+//	Linux    a new process group led by the child       the supervisor: a separate process whose
+//	macOS    (Setpgid)                                  stdin pipe the owner holds; on EOF it stops
+//	                                                    every covered group (package supervise)
+//	Windows  a job object with KILL_ON_JOB_CLOSE,       the kernel: the owner's job handle closes
+//	         the child assigned while suspended         when the owner dies, killing the job
+//
+// A process group does not contain a descendant that calls setsid(2) or setpgid(2) to leave it.
+package custody
+
+import "github.com/custody-dev/custody/supervise"
+
+// Init makes a program that imports custody its own owner-death supervisor: when the running
+// binary was re-executed as a supervisor by an [Owner], Init serves and exits; otherwise it
+// returns at once. Call it first thing in main, before anything else runs.
+func Init() { supervise.Init() }

@@ -1,0 +1,275 @@
+//go:build unix
+
+package custody_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/stop"
+	"github.com/custody-dev/custody/supervise"
+	"github.com/custody-dev/custody/tag"
+)
+
+func TestMain(m *testing.M) {
+	custody.Init()
+	testproc.Register("worker", helperWorker)
+	testproc.Register("owner", helperOwner)
+	testproc.Main(m)
+}
+
+// helperWorker is an owned child. It prints "ready <pid> <tag>" (and, with "grandchild", starts
+// a worker in its own process group first and adds its PID). On SIGTERM it exits, or with "slow"
+// exits a second later. Its lifeline is stdin.
+func helperWorker(args []string) int {
+	has := func(w string) bool { return strings.Contains(strings.Join(args, " "), w) }
+	if has("slow") {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		go func() { <-c; time.Sleep(time.Second); os.Exit(0) }()
+	}
+	line := fmt.Sprintf("ready %d %s", os.Getpid(), os.Getenv(tag.DefaultEnv))
+	if has("grandchild") {
+		g := exec.Command(os.Args[0])
+		g.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=worker")
+		g.Stdin = os.Stdin
+		if err := g.Start(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		line += " " + strconv.Itoa(g.Process.Pid)
+	}
+	fmt.Println(line)
+	bufio.NewScanner(os.Stdin).Scan()
+	return 0
+}
+
+// helperOwner starts two owned workers (the first with a grandchild in its group), prints
+// "child <pid>" for every process and "supervisor <pid>", then blocks until it is killed.
+func helperOwner(args []string) int {
+	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
+	for _, extra := range []string{"grandchild", ""} {
+		cmd := exec.Command(os.Args[0], extra)
+		cmd.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=worker")
+		cmd.Stdin = os.NewFile(3, "lifeline") // the test's, not the owner's: it outlives the owner
+		out, _ := cmd.StdoutPipe()
+		c, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"})
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		sc := bufio.NewScanner(out)
+		sc.Scan()
+		f := strings.Fields(sc.Text())
+		fmt.Println("child", c.ID.PID)
+		if len(f) > 3 {
+			fmt.Println("child", f[3])
+		}
+	}
+	fmt.Println("supervisor", o.Supervisor.PID())
+	select {}
+}
+
+func ledgerPath(t *testing.T) string { return filepath.Join(t.TempDir(), "spawn-ledger.json") }
+
+func newOwner(t *testing.T) *custody.Owner {
+	sup := &supervise.Client{Grace: time.Second}
+	t.Cleanup(func() { sup.Close() })
+	return &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
+}
+
+// start starts a worker through o, with its stdin a pipe the test holds.
+func start(t *testing.T, o *custody.Owner, opts custody.StartOptions, args ...string) (*custody.Child, []string) {
+	t.Helper()
+	cmd := testproc.Helper(t, "worker", args...)
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	t.Cleanup(func() { in.Close() })
+	c, err := o.Start(context.Background(), cmd, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Signal(os.Kill)
+		c.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatalf("worker said nothing: %v", c.Wait())
+	}
+	return c, strings.Fields(sc.Text())
+}
+
+func TestStart(t *testing.T) {
+	o := newOwner(t)
+	c, f := start(t, o, custody.StartOptions{Purpose: "gateway"})
+	if pg, _ := syscall.Getpgid(c.ID.PID); pg != c.ID.PID {
+		t.Errorf("child's process group %d, want its own (%d)", pg, c.ID.PID)
+	}
+	tg, err := tag.Parse(f[2])
+	self, _ := procid.Self()
+	if err != nil || tg.Purpose != "gateway" || tg.SpawnerPID != self.PID {
+		t.Errorf("child's tag %q (%v)", f[2], err)
+	}
+	rows, err := o.Ledger.Rows(context.Background())
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("rows %v, %v", rows, err)
+	}
+	r := rows[0]
+	if r.PID != c.ID.PID || r.PGID == nil || *r.PGID != c.ID.PID || r.Scope != "pgrp" || r.Reapable == nil || !*r.Reapable ||
+		r.Owner == nil || *r.Owner != self.PID || r.SpawnerPID == nil || *r.SpawnerPID != self.PID {
+		t.Errorf("row %+v", r)
+	}
+	if o.Supervisor.PID() == 0 {
+		t.Errorf("no supervisor runs")
+	}
+	res := c.Stop(context.Background(), stop.Options{Grace: time.Second})
+	if res.Outcome != stop.Exited || res.Forced {
+		t.Errorf("stop: %+v", res)
+	}
+	if rows, _ := o.Ledger.Rows(context.Background()); len(rows) != 0 {
+		t.Errorf("row left after stop: %v", rows)
+	}
+}
+
+// TestOwnerKilled: three generations; the test SIGKILLs the owner, and every covered process is
+// gone within the grace plus a second, as is the supervisor.
+func TestOwnerKilled(t *testing.T) {
+	led := ledgerPath(t)
+	cmd := testproc.Helper(t, "owner", led)
+	// The workers' lifeline is a pipe the test holds until it ends: the owner's stdin closes
+	// when the test reaps the owner, which would end them without proving anything.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.ExtraFiles = []*os.File{r}
+	t.Cleanup(func() { w.Close() })
+	owner := testproc.Start(t, cmd)
+	r.Close()
+	var pids []int
+	var sup int
+	for sup == 0 {
+		f := owner.Expect("", 20*time.Second)
+		switch f[0] {
+		case "child":
+			pids = append(pids, atoi(f[1]))
+		case "supervisor":
+			sup = atoi(f[1])
+		case "error":
+			t.Fatal(f)
+		}
+	}
+	if len(pids) != 3 {
+		t.Fatalf("owner reported %v", pids)
+	}
+	owner.Process.Signal(syscall.SIGKILL)
+	owner.Wait()
+	testproc.WaitFor(t, 2*time.Second, func() error {
+		for _, pid := range append(pids, sup) {
+			if _, err := procid.Read(pid); !errors.Is(err, procid.ErrGone) {
+				return fmt.Errorf("pid %d still runs (%v)", pid, err)
+			}
+		}
+		return nil
+	})
+}
+
+// TestSlotBarrier: a generation that takes longer to exit than the stop deadline fences the slot;
+// the next starts only after its exit is observed, and a probe sampling throughout never sees
+// two generations alive.
+func TestSlotBarrier(t *testing.T) {
+	o := newOwner(t)
+	slot := &custody.Slot{Owner: o, Purpose: "serve", Stop: stop.Options{Grace: 10 * time.Second}}
+	var ready *bufio.Scanner
+	worker := func(args ...string) *exec.Cmd {
+		cmd := testproc.Helper(t, "worker", args...)
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		ready = bufio.NewScanner(out)
+		t.Cleanup(func() { in.Close() })
+		return cmd
+	}
+	ctx := context.Background()
+	g1, err := slot.Replace(ctx, worker("slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready.Scan() // its SIGTERM handler is in place
+	var gen2 atomic.Int64
+	var both atomic.Bool
+	stopProbe := make(chan struct{})
+	probeDone := make(chan struct{})
+	go func() {
+		defer close(probeDone)
+		for {
+			select {
+			case <-stopProbe:
+				return
+			default:
+			}
+			if p := int(gen2.Load()); p > 0 && live(p) && live(g1.ID.PID) {
+				both.Store(true)
+			}
+		}
+	}()
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = slot.Replace(short, worker())
+	cancel()
+	var fe *custody.FencedError
+	if !errors.As(err, &fe) || fe.Result.Outcome != stop.TimedOut || fe.Generation != 1 {
+		t.Fatalf("Replace with a short deadline = %v; want fenced by generation 1, timed out", err)
+	}
+	var g2 *custody.Child
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		c, err := slot.Replace(ctx, worker())
+		if err == nil {
+			g2 = c
+			gen2.Store(int64(c.ID.PID))
+		}
+		return err
+	})
+	close(stopProbe)
+	<-probeDone
+	if both.Load() {
+		t.Errorf("the probe saw generations 1 and 2 alive at once")
+	}
+	if live(g1.ID.PID) {
+		t.Errorf("generation 1 lives on")
+	}
+	if _, n := slot.Current(); n != 2 || !live(g2.ID.PID) {
+		t.Errorf("current generation %d", n)
+	}
+	g2.Stop(ctx, stop.Options{})
+}
+
+// live reports whether pid names a process that has not exited (zombies have).
+func live(pid int) bool {
+	_, err := procid.Read(pid)
+	return err == nil
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}

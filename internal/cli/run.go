@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/stop"
+	"github.com/custody-dev/custody/supervise"
+)
+
+type runOptions struct {
+	*globals
+	purpose string
+	grace   time.Duration
+	keep    bool
+	argv    []string
+}
+
+const runHelp = `Start CMD as an owned child in a process group of its own, stamp the spawn tag, record it in
+the ledger and cover it with the owner-death supervisor. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
+and SIGUSR2 sent to custody are forwarded to the child's group. When the child exits, whatever is
+left of its group is stopped (SIGTERM, the grace, SIGKILL), its row is dropped, and custody exits
+with the child's exit code, or 128+N when a signal N killed it.
+
+If custody itself dies, by any cause (SIGKILL, OOM, a crash), the supervisor stops the whole group
+within the grace.
+
+Standard input, output and error pass through untouched. In a terminal, the child's group is made
+the terminal's foreground group while it runs, so an interactive child (a shell, an editor) reads
+the terminal, and ^C reaches it directly; custody takes the terminal back after. A descendant that
+calls setsid or setpgid leaves the group and is not covered.
+
+EXIT STATUS
+  N       the child's exit code
+  128+N   the child was killed by signal N
+  1       custody could not start or record the child
+  2       bad flags or arguments
+  126     CMD could not be executed
+  127     CMD was not found
+  11      the ledger lock was held too long by another process; the child was not started`
+
+func newRun(g *globals) *cobra.Command {
+	o := &runOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "run [--purpose P] [--grace D] [--keep] -- CMD [ARGS]",
+		Short: "Run a command as an owned child that dies with custody",
+		Long:  runHelp,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.argv = args
+			return runRun(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.purpose, "purpose", "run", "what the child is for: serve, gateway, mcp-helper, …")
+	f.DurationVar(&o.grace, "grace", supervise.DefaultGrace, "time between SIGTERM and SIGKILL for what is left")
+	f.BoolVar(&o.keep, "keep", false, "never let reap stop it after a crash")
+	f.SetInterspersed(false) // flags after CMD belong to CMD
+	return cmd
+}
+
+// forwarded are the signals custody run passes to the child's group.
+var forwarded = forwardedSignals()
+
+func runRun(ctx context.Context, o *runOptions) error {
+	ctx = context.WithoutCancel(ctx) // signals are forwarded, not taken as custody's own end
+	if o.grace <= 0 {
+		return usagef("run: --grace must be positive")
+	}
+	path, err := exec.LookPath(o.argv[0])
+	if err != nil {
+		fmt.Fprintf(o.stderr, "custody: error: run: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) {
+			return statusError{127}
+		}
+		return statusError{126}
+	}
+	l, err := o.open()
+	if err != nil {
+		return err
+	}
+	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: o.tagName(),
+		Supervisor: &supervise.Client{Grace: o.grace}}
+	defer owner.Supervisor.Close()
+	cmd := exec.Command(path, o.argv[1:]...)
+	cmd.Args[0] = o.argv[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	tty := foreground(cmd)
+	sigs := make(chan os.Signal, 8)
+	if len(forwarded) > 0 { // Notify with no signals would relay every signal
+		signal.Notify(sigs, forwarded...)
+		defer signal.Stop(sigs)
+	}
+	child, err := owner.Start(ctx, cmd, custody.StartOptions{Purpose: o.purpose, Keep: o.keep})
+	if err != nil {
+		tty.restore()
+		return err
+	}
+	for waiting := true; waiting; {
+		select {
+		case sig := <-sigs:
+			child.Signal(sig) // an already-exited group has nothing to forward to
+		case <-child.Done():
+			waiting = false
+		}
+	}
+	tty.restore()
+	if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
+		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's group: %s: %s\n", res.Outcome, res.Reason)
+	}
+	return statusError{exitStatus(child.Wait())}
+}
+
+// exitStatus is the shell's convention: the exit code, or 128+N for a death by signal N.
+func exitStatus(err error) exitCode {
+	if err == nil {
+		return exitOK
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		if n, ok := signalled(ee); ok {
+			return exitCode(128 + n)
+		}
+		return exitCode(ee.ExitCode())
+	}
+	return exitError
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/custody-dev/custody/supervise"
+)
+
+type superviseOptions struct {
+	*globals
+	ownerPGID int
+	grace     time.Duration
+}
+
+const superviseHelp = `The owner-death supervisor. It reads ASCII lines on its standard input, whose only write end
+the owner holds:
+
+  register <pgid>                  cover that process group
+  register <pid> <pgid> <start>    cover it, bound to its leader's start (ticks, or "unknown")
+  unregister <pgid>                stop covering it
+
+Lines are at most 256 bytes; anything else is ignored. Groups ≤ 1, the supervisor's own and the
+owner's (--owner-pgid) are refused. On end of input (the owner died, or released it), every
+covered group whose identity still holds gets SIGTERM, then SIGKILL after the grace, and the
+supervisor exits 0. SIGINT and SIGHUP are ignored. Any program may start it.
+
+EXIT STATUS
+  0   end of input was handled
+  1   the supervisor could not run
+  2   bad flags or arguments`
+
+func newSupervise(g *globals) *cobra.Command {
+	o := &superviseOptions{globals: g}
+	cmd := &cobra.Command{
+		Use:   "supervise [--owner-pgid P] [--grace D]",
+		Short: "Run the owner-death supervisor on standard input",
+		Long:  superviseHelp,
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if o.ownerPGID < 0 || o.grace <= 0 {
+				return usagef("supervise: --owner-pgid must be ≥ 0 and --grace positive")
+			}
+			return supervise.Run(supervise.Config{OwnerPGID: o.ownerPGID, Grace: o.grace})
+		},
+	}
+	cmd.Flags().IntVar(&o.ownerPGID, "owner-pgid", os.Getppid(), "the owner's process group, never signalled (default: the parent's PID)")
+	cmd.Flags().DurationVar(&o.grace, "grace", supervise.DefaultGrace, "time between SIGTERM and SIGKILL")
+	return cmd
+}

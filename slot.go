@@ -1,0 +1,110 @@
+package custody
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sync"
+
+	"github.com/custody-dev/custody/stop"
+)
+
+// ErrFenced is wrapped by the error [Slot.Replace] returns while an earlier generation's exit is
+// unproven.
+var ErrFenced = errors.New("custody: slot fenced")
+
+// FencedError says which generation fences a slot, and what its stop reported.
+type FencedError struct {
+	Generation int
+	PID        int
+	Result     stop.Result
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("custody: slot fenced: generation %d (pid %d) not seen to exit (%s: %s); no new generation starts until it is",
+		e.Generation, e.PID, e.Result.Outcome, e.Result.Reason)
+}
+
+func (e *FencedError) Unwrap() error { return ErrFenced }
+
+// Slot is a restartable child: a backend replaced on update, a server restarted on a config
+// change. Each start is a generation, numbered from 1 and recorded in its ledger row. The slot is
+// a barrier: generation N+1 starts only once N's exit is proven (its leader seen to exit and its
+// scope empty), so two generations never run at once. If N's stop times out, the slot stays
+// fenced, and every Replace fails with a [*FencedError], until N's exit is observed.
+type Slot struct {
+	Owner   *Owner
+	Purpose string
+	Stop    stop.Options // how a generation is stopped
+
+	mu     sync.Mutex
+	gen    int
+	cur    *Child
+	fenced *Child
+	last   stop.Result
+}
+
+// Replace stops the current generation, if any, and starts cmd as the next one. It returns the new
+// child, or an error wrapping [ErrFenced] when the previous generation's exit is unproven.
+func (s *Slot) Replace(ctx context.Context, cmd *exec.Cmd) (*Child, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.unfenceLocked(ctx); err != nil {
+		return nil, err
+	}
+	if s.cur != nil {
+		res := s.cur.Stop(ctx, s.Stop)
+		if !res.OK() {
+			s.fenced, s.cur, s.last = s.cur, nil, res
+			return nil, s.fencedErrLocked()
+		}
+		s.cur = nil
+	}
+	gen := s.gen + 1
+	c, err := s.Owner.Start(ctx, cmd, StartOptions{Purpose: s.Purpose, Generation: &gen})
+	if err != nil {
+		return nil, err
+	}
+	s.gen, s.cur = gen, c
+	return c, nil
+}
+
+// unfenceLocked clears the fence once the fenced generation is seen gone: its leader reaped and
+// its scope empty. It then releases it.
+func (s *Slot) unfenceLocked(ctx context.Context) error {
+	if s.fenced == nil {
+		return nil
+	}
+	select {
+	case <-s.fenced.Done():
+		if empty, err := s.fenced.scope.Empty(); err == nil && empty {
+			s.fenced.Release(ctx)
+			s.fenced = nil
+			return nil
+		}
+	default:
+	}
+	return s.fencedErrLocked()
+}
+
+func (s *Slot) fencedErrLocked() error {
+	return &FencedError{Generation: s.gen, PID: s.fenced.ID.PID, Result: s.last}
+}
+
+// Current returns the running generation and its number, or nil and 0.
+func (s *Slot) Current() (*Child, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil, 0
+	}
+	return s.cur, s.gen
+}
+
+// Fenced returns the [*FencedError] that would stop a Replace now, or nil.
+func (s *Slot) Fenced(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unfenceLocked(ctx)
+}

@@ -1,0 +1,206 @@
+//go:build linux || darwin
+
+package supervise_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/supervise"
+)
+
+func init() {
+	registerHelper("noop", func([]string) int { return 0 })
+	benchOnly["noop"] = true
+}
+
+// BenchmarkOwnerDeath measures the time from the owner's SIGKILL to the exit of every process in
+// N covered groups of TERM-respecting children (cat, blocked on its stdin), as pidfds see it.
+// sup-rss-KiB is the supervisor's resident set while it covers the N groups.
+//
+// The baseline=direct-kill runs put the figures in proportion on the machine at hand: the
+// benchmark itself sends SIGTERM to N groups of its own children (no owner, no supervisor, no
+// identity check) and measures the same thing. What remains is the kernel's cost of ending N
+// processes.
+func BenchmarkOwnerDeath(b *testing.B) {
+	for _, n := range []int{20, 1000} {
+		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) { benchOwnerDeath(b, n) })
+		b.Run(fmt.Sprintf("groups=%d/baseline=direct-kill", n), func(b *testing.B) { benchDirectKill(b, n) })
+	}
+}
+
+func benchDirectKill(b *testing.B, n int) {
+	var ds []time.Duration
+	b.StopTimer()
+	for range b.N {
+		life := newLifeline(b)
+		var cmds []*exec.Cmd
+		var ids []procid.ID
+		for range n {
+			cmd := exec.Command("cat")
+			cmd.Stdin = life
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			lastResort(cmd.SysProcAttr)
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			cmds = append(cmds, cmd)
+			inc, err := procid.Read(cmd.Process.Pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, inc.ID)
+		}
+		w := watch(b, ids)
+		b.StartTimer()
+		start := time.Now()
+		for _, cmd := range cmds {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // our unreaped children: ids are stable
+		}
+		err := w.wait(10 * time.Second)
+		ds = append(ds, time.Since(start))
+		b.StopTimer()
+		for _, cmd := range cmds {
+			cmd.Wait()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportDurations(b, ds)
+}
+
+func benchOwnerDeath(b *testing.B, n int) {
+	requireCapability(b, "subreaper", reaperErr)
+	var ds []time.Duration
+	supRSS := 0
+	b.StopTimer()
+	for range b.N {
+		life := newLifeline(b)
+		o := startOwner(b, life, "-grace", "3s")
+		ids := readyIDs(b, o.call(fmt.Sprintf("spawn cat %d", n)))
+		sup := supID(b, o.call("sup"))
+		if kib, err := rss(sup.PID); err == nil {
+			supRSS = max(supRSS, kib)
+		}
+		w := watch(b, ids)
+		b.StartTimer()
+		start := time.Now()
+		o.cmd.Process.Kill()
+		err := w.wait(10 * time.Second)
+		d := time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, d)
+		o.wait(10 * time.Second)
+		settle(b, append(ids, sup)...)
+	}
+	reportDurations(b, ds)
+	if supRSS > 0 {
+		b.ReportMetric(float64(supRSS), "sup-rss-KiB")
+	}
+}
+
+// BenchmarkSupervisorStart measures a supervisor's cold start: from Client.Start to the
+// supervisor's readiness byte (it has set up and is about to read its pipe). The baselines put it
+// in proportion on the machine at hand: the same binary started to exit, and /bin/true.
+func BenchmarkSupervisorStart(b *testing.B) {
+	b.Run("supervisor", func(b *testing.B) {
+		var ds []time.Duration
+		for range b.N {
+			c := &supervise.Client{}
+			start := time.Now()
+			if err := c.Start(); err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(start))
+			b.StopTimer()
+			c.Close()
+			b.StartTimer()
+		}
+		reportDurations(b, ds)
+	})
+	exe, _ := os.Executable()
+	markUsed("noop")
+	for _, base := range []struct {
+		name string
+		cmd  func() *exec.Cmd
+	}{
+		{"baseline=same-binary-exit", func() *exec.Cmd {
+			cmd := exec.Command(exe)
+			cmd.Env = append(os.Environ(), envHelper+"=noop")
+			return cmd
+		}},
+		{"baseline=bin-true", func() *exec.Cmd { return exec.Command("/bin/true") }},
+	} {
+		b.Run(base.name, func(b *testing.B) {
+			var ds []time.Duration
+			for range b.N {
+				cmd := base.cmd()
+				start := time.Now()
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(start))
+			}
+			reportDurations(b, ds)
+		})
+	}
+}
+
+// BenchmarkSupervisorRSS reports the supervisor's resident set (VmRSS) while it covers 20 groups.
+func BenchmarkSupervisorRSS(b *testing.B) {
+	c := &supervise.Client{}
+	defer c.Close()
+	life := newLifeline(b)
+	var ids []procid.ID
+	for range 20 {
+		cmd := exec.Command("cat")
+		cmd.Stdin = life
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		lastResort(cmd.SysProcAttr)
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		inc, err := procid.Read(cmd.Process.Pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, inc.ID)
+		if err := c.Register(supervise.Group{PGID: inc.PID, Start: inc.Start}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	kib := 0
+	for range b.N {
+		var err error
+		if kib, err = rss(c.PID()); err != nil {
+			requireCapability(b, "/proc/PID/status", err)
+		}
+	}
+	b.ReportMetric(float64(kib), "rss-KiB")
+	for _, id := range ids {
+		if err := c.Unregister(id.PID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// reportDurations adds the median and the maximum, in milliseconds, to a benchmark's figures.
+func reportDurations(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2])/1e6, "p50-ms")
+	b.ReportMetric(float64(ds[len(ds)-1])/1e6, "max-ms")
+}

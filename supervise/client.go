@@ -1,0 +1,389 @@
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+const (
+	// DefaultIdleGrace is how long a [Client] keeps a supervisor that covers nothing.
+	DefaultIdleGrace = 5 * time.Second
+	// DefaultStartTimeout is how long a [Client] waits for a new supervisor to be ready.
+	DefaultStartTimeout = 5 * time.Second
+	// youngAge is the age under which a supervisor's death counts as dying young: two in a row
+	// stop the restarts, so that a supervisor that cannot run is not restarted in a loop.
+	youngAge = time.Second
+)
+
+// UnknownStart as [Group.Start] says the leader's start is not known: the supervisor then binds
+// the group to whichever process leads it when the registration arrives.
+const UnknownStart = 0
+
+// Group names a process group to cover, by its leader.
+type Group struct {
+	// PID is the leader's PID; 0 stands for PGID. A group is named by its leader, so a non-zero
+	// PID other than PGID is refused.
+	PID int
+	// PGID is the process group.
+	PGID int
+	// Start is the leader's start in the OS-native unit of package procid (procid.ID.Start:
+	// Linux start ticks, macOS microseconds since the epoch), or [UnknownStart].
+	Start uint64
+}
+
+var (
+	// ErrClosed is returned by a [Client] used after [Client.Close].
+	ErrClosed = errors.New("supervise: client closed")
+	// ErrRefused reports a group that must never be covered: an id ≤ 1, a PID that is not the
+	// group's leader, or the owner's own group.
+	ErrRefused = errors.New("supervise: refused target")
+	// ErrNoInit reports a process started as a supervisor by a [Client] (with $EnvSupervisor set)
+	// whose main did not call [Init], and so ran the program instead. It refuses to start a
+	// supervisor of its own: the next copy would do the same, without end.
+	ErrNoInit = errors.New("supervise: started as a supervisor, but main did not call supervise.Init")
+)
+
+// Client is an owner's side of the supervisor: it starts the supervisor process at the first
+// registration, writes the protocol, keeps the covered set, and
+//   - reaps the supervisor (no zombie) and, if it dies while groups are covered, starts a new one
+//     and replays the whole set; a supervisor that dies within a second of its start twice in a
+//     row is not restarted again, and [Client.Err] (and every later Register) reports why;
+//   - releases a supervisor that has covered nothing for IdleGrace, and starts one again at the
+//     next registration.
+//
+// The supervisor is a separate process in its own session (setsid), so the terminal's signals
+// and the owner's process group never reach it. Its standard input is a pipe whose write end only
+// the owner holds, close-on-exec so that no other child inherits it; its standard output is
+// /dev/null. By default the owner re-executes its own binary with $EnvSupervisor=1, and [Init] at
+// the top of main turns that copy into the supervisor; [Client.Command] names another program.
+//
+// Set the fields before the first call; the zero Client is ready to use. Methods are safe for
+// concurrent use. Unix only: on Windows every method returns an error wrapping
+// [errors.ErrUnsupported].
+type Client struct {
+	// Grace is the supervisor's [Config.Grace]: how long covered groups have between SIGTERM and
+	// SIGKILL when the owner dies. 0 means [DefaultGrace].
+	Grace time.Duration
+	// IdleGrace is how long a supervisor covering nothing is kept before it is released (its
+	// pipe closed: it exits at once, killing nothing). 0 means [DefaultIdleGrace]; negative
+	// keeps it until Close.
+	IdleGrace time.Duration
+	// StartTimeout bounds the wait for a new supervisor to signal readiness. 0 means
+	// [DefaultStartTimeout].
+	StartTimeout time.Duration
+	// Command, when set, is the supervisor program and its leading arguments, for example
+	// {"custody", "supervise"}: Command[0] is looked up in PATH from the owner's working
+	// directory, and "--owner-pgid P --grace D" are appended. The program must serve the
+	// protocol on its standard input and honour $EnvReadyFD, as [Run] does. Nil re-executes the
+	// running binary, which must call [Init] first thing in main.
+	Command []string
+	// Stderr is the supervisor's standard error, where it logs refusals and signal failures.
+	// Nil inherits the owner's os.Stderr. The supervisor outlives a dead owner by up to Grace,
+	// and keeps the file open that long: a parent reading the owner's stderr to EOF waits for it.
+	Stderr *os.File
+	// Logger receives the client's own events: supervisor deaths, restarts, failures. Nil
+	// discards.
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	groups  map[int]Group // the covered set, replayed to every new supervisor
+	sup     *proc         // the current supervisor, nil when none runs
+	idle    *time.Timer   // the pending release of an idle supervisor
+	idleGen int           // invalidates an idle timer that fired while the set changed
+	young   int           // consecutive supervisor deaths within youngAge of their start
+	err     error         // sticky: restarts stopped, the covered set is not covered
+	closed  bool
+	buf     []byte         // replay scratch
+	waiters sync.WaitGroup // one per supervisor not yet reaped
+}
+
+// proc is one supervisor process.
+type proc struct {
+	cmd     *exec.Cmd
+	w       *os.File // write end of its standard input; the owner's only copy
+	started time.Time
+}
+
+// Start starts the supervisor now rather than at the first [Client.Register], to take the start
+// out of the window between spawning a child and covering it. A supervisor started for nothing is
+// released after IdleGrace like any idle one.
+func (c *Client) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usableLocked(); err != nil {
+		return err
+	}
+	if c.sup != nil {
+		return nil
+	}
+	if err := c.startLocked(); err != nil {
+		return fmt.Errorf("supervise: %w", err)
+	}
+	if len(c.groups) == 0 {
+		c.armIdleLocked()
+	}
+	return nil
+}
+
+// Register covers a group: when the owner dies, the supervisor stops it (see [Serve]). It returns
+// once the registration is in the supervisor's pipe, starting the supervisor first if none runs;
+// from then on the owner's death, at any instant, reaches the group. Registering a covered group
+// again replaces its record.
+//
+// Spawn the child in its own process group (SysProcAttr.Setpgid) and register it right away;
+// stop it before [Client.Unregister], not after, or an owner death in between orphans it.
+func (c *Client) Register(g Group) error {
+	if g.PID == 0 {
+		g.PID = g.PGID
+	}
+	if g.PGID <= 1 || g.PID != g.PGID {
+		return fmt.Errorf("supervise: register pid %d pgid %d: %w", g.PID, g.PGID, ErrRefused)
+	}
+	if own := ownGroup(); g.PGID == own {
+		return fmt.Errorf("supervise: register %d: the owner's own group: %w", g.PGID, ErrRefused)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usableLocked(); err != nil {
+		return err
+	}
+	c.stopIdleLocked()
+	if c.groups == nil {
+		c.groups = make(map[int]Group)
+	}
+	old, had := c.groups[g.PGID]
+	c.groups[g.PGID] = g
+	if err := c.sendLocked(registerLine(nil, g)); err != nil {
+		if had {
+			c.groups[g.PGID] = old
+		} else {
+			delete(c.groups, g.PGID)
+		}
+		if len(c.groups) == 0 {
+			c.armIdleLocked()
+		}
+		return fmt.Errorf("supervise: register %d: %w", g.PGID, err)
+	}
+	return nil
+}
+
+// Unregister stops covering a group; the owner's death no longer reaches it. Unregistering a
+// group that is not covered does nothing. When the set becomes empty, the supervisor is released
+// after IdleGrace.
+func (c *Client) Unregister(pgid int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if _, ok := c.groups[pgid]; !ok {
+		return nil
+	}
+	delete(c.groups, pgid)
+	if c.sup != nil {
+		if err := c.sendLocked(unregisterLine(nil, pgid)); err != nil {
+			return fmt.Errorf("supervise: unregister %d: %w", pgid, err)
+		}
+	}
+	if len(c.groups) == 0 {
+		c.armIdleLocked()
+	}
+	return nil
+}
+
+// Close releases the supervisor and waits for it to exit. Closing the pipe is exactly what the
+// owner's death does: groups still registered are stopped (SIGTERM, then SIGKILL after Grace)
+// and Close waits that long; with everything unregistered the supervisor exits at once and kills
+// nothing. Close is idempotent; the Client is unusable afterwards.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.stopIdleLocked()
+		c.releaseLocked()
+	}
+	c.mu.Unlock()
+	c.waiters.Wait()
+	return nil
+}
+
+// PID returns the running supervisor's PID, or 0 when none runs. It is observation (for tests,
+// benchmarks and diagnostics); the Client signals the supervisor only through its own handle.
+func (c *Client) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sup == nil {
+		return 0
+	}
+	return c.sup.cmd.Process.Pid
+}
+
+// Err reports why the covered set is not covered (the supervisor could not be restarted, or died
+// young twice in a row), or nil. The error is sticky: Register returns it too.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *Client) usableLocked() error {
+	if c.closed {
+		return ErrClosed
+	}
+	return c.err
+}
+
+// sendLocked writes a line to the supervisor. With none running it starts one, which replays the
+// whole set (the set already holds the change); a supervisor that can no longer read is replaced.
+func (c *Client) sendLocked(line []byte) error {
+	if p := c.sup; p != nil {
+		_, err := p.w.Write(line)
+		if err == nil {
+			return nil
+		}
+		return c.lostLocked(p, err)
+	}
+	if len(c.groups) == 0 {
+		return nil
+	}
+	return c.startLocked()
+}
+
+// startLocked starts a supervisor and replays the covered set to it.
+func (c *Client) startLocked() error {
+	p, err := c.spawn()
+	if err != nil {
+		return err
+	}
+	c.sup = p
+	c.waiters.Add(1)
+	go c.wait(p)
+	buf := c.buf[:0]
+	for _, g := range c.groups {
+		buf = registerLine(buf, g)
+	}
+	c.buf = buf[:0]
+	if len(buf) == 0 {
+		return nil
+	}
+	if _, err := p.w.Write(buf); err != nil {
+		return c.lostLocked(p, err)
+	}
+	return nil
+}
+
+// wait reaps a supervisor. The current one dying is a loss: it is replaced when groups are
+// covered. A released or replaced one exiting is expected.
+func (c *Client) wait(p *proc) {
+	defer c.waiters.Done()
+	err := p.cmd.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sup != p {
+		if err != nil {
+			c.logger().Debug("supervise: released supervisor exited", "pid", p.cmd.Process.Pid, "err", err)
+		}
+		return
+	}
+	if err == nil {
+		err = errors.New("exited")
+	}
+	c.logger().Warn("supervise: supervisor died", "pid", p.cmd.Process.Pid, "err", err, "covered", len(c.groups))
+	if err := c.lostLocked(p, err); err != nil {
+		c.logger().Error("supervise: covered groups are unsupervised", "err", err)
+	}
+}
+
+// lostLocked handles the loss of the current supervisor p, seen by its waiter or by a failed
+// write: it kills what may be left of it (we still hold its handle, so the signal reaches that
+// process and no other) and, when groups are covered, starts a new one and replays the set,
+// unless it died young twice in a row.
+func (c *Client) lostLocked(p *proc, why error) error {
+	c.sup = nil
+	p.w.Close()
+	p.cmd.Process.Kill() // the waiter reaps it
+	if len(c.groups) == 0 || c.closed {
+		return nil
+	}
+	if time.Since(p.started) < youngAge {
+		c.young++
+	} else {
+		c.young = 0
+	}
+	if c.young >= 2 {
+		err := fmt.Errorf("supervisor died within %v of its start twice in a row, not restarted: %w", youngAge, why)
+		c.err = fmt.Errorf("supervise: %w", err)
+		return err
+	}
+	if err := c.startLocked(); err != nil {
+		if c.err == nil {
+			c.err = fmt.Errorf("supervise: restart supervisor: %w", err)
+		}
+		return err
+	}
+	c.logger().Info("supervise: supervisor restarted", "pid", c.sup.cmd.Process.Pid, "covered", len(c.groups))
+	return nil
+}
+
+// armIdleLocked schedules the release of the current supervisor, which covers nothing.
+func (c *Client) armIdleLocked() {
+	c.stopIdleLocked()
+	grace := c.IdleGrace
+	if grace == 0 {
+		grace = DefaultIdleGrace
+	}
+	if c.sup == nil || c.closed || grace < 0 {
+		return
+	}
+	gen := c.idleGen
+	c.idle = time.AfterFunc(grace, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if gen == c.idleGen && len(c.groups) == 0 {
+			c.releaseLocked()
+		}
+	})
+}
+
+func (c *Client) stopIdleLocked() {
+	c.idleGen++
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
+}
+
+// releaseLocked closes the current supervisor's pipe: it reads EOF, stops what it still covers,
+// and exits; its waiter reaps it.
+func (c *Client) releaseLocked() {
+	if p := c.sup; p != nil {
+		c.sup = nil
+		p.w.Close()
+	}
+}
+
+func (c *Client) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}
+
+func (c *Client) grace() time.Duration {
+	if c.Grace <= 0 {
+		return DefaultGrace
+	}
+	return c.Grace
+}
+
+func (c *Client) startTimeout() time.Duration {
+	if c.StartTimeout <= 0 {
+		return DefaultStartTimeout
+	}
+	return c.StartTimeout
+}

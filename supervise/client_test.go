@@ -1,0 +1,314 @@
+//go:build linux || darwin
+
+package supervise_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/supervise"
+)
+
+// startOwner starts an owner helper (see helperOwner) in its own process group, handing it the
+// lifeline for its children.
+func startOwner(t testing.TB, lifeline *os.File, args ...string) *helperProc {
+	t.Helper()
+	return startHelper(t, "owner", args, helperOpts{setpgid: true, extra: []*os.File{lifeline}, stdout: true})
+}
+
+// TestOwnerKilled is the three-generation test: the test starts an owner, the owner covers its
+// children (one with a grandchild in its group, one that ignores SIGTERM) through the Client, and
+// the test SIGKILLs the owner. Every covered process must be gone within grace + 1 s, the
+// supervisor must have exited, and no zombie may be left.
+func TestOwnerKilled(t *testing.T) {
+	requireCapability(t, "subreaper", reaperErr)
+	const grace = time.Second
+	life := newLifeline(t)
+	o := startOwner(t, life, "-grace", grace.String())
+	var ids []procid.ID
+	ids = append(ids, readyIDs(t, o.call("spawn child 1 -grandchild"))...)
+	ids = append(ids, readyIDs(t, o.call("spawn child 1"))...)
+	ids = append(ids, readyIDs(t, o.call("spawn child 1 -ignore-term"))...)
+	sup := supID(t, o.call("sup"))
+	if len(ids) != 4 {
+		t.Fatalf("got %d ready processes, want 4: %v", len(ids), ids)
+	}
+	start := time.Now()
+	o.cmd.Process.Kill()
+	o.wait(5 * time.Second)
+	waitFor(t, grace+time.Second, func() error { return allGone(ids...) })
+	t.Logf("covered processes gone %v after the owner's SIGKILL", time.Since(start))
+	waitFor(t, 5*time.Second, func() error { return allGone(sup) })
+	settle(t, append(ids, sup)...)
+}
+
+// TestSupervisorKilled: the owner restarts a killed supervisor and replays the covered set, so
+// the owner's later death still reaches every group.
+func TestSupervisorKilled(t *testing.T) {
+	requireCapability(t, "subreaper", reaperErr)
+	const grace = time.Second
+	life := newLifeline(t)
+	o := startOwner(t, life, "-grace", grace.String())
+	ids := readyIDs(t, o.call("spawn child 3"))
+	s1 := supID(t, o.call("sup"))
+	if err := s1.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	// A test's kill by PID, right after proving the incarnation: the owner holds the handle.
+	if err := syscall.Kill(s1.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s2 := supID(t, o.call(fmt.Sprintf("waitsup %d", s1.PID)))
+	if s2 == s1 {
+		t.Fatalf("supervisor %v was not replaced", s1)
+	}
+	// The owner's waiter reaped the dead supervisor: no zombie while the owner lives.
+	waitFor(t, 5*time.Second, func() error {
+		if present(s1) {
+			return fmt.Errorf("killed supervisor %v still present (zombie: %v)", s1, zombie(s1))
+		}
+		return nil
+	})
+	if got := o.call("err"); len(got) != 1 || got[0] != "err <nil>" {
+		t.Fatalf("client error after one restart: %q", got)
+	}
+	o.cmd.Process.Kill()
+	o.wait(5 * time.Second)
+	waitFor(t, grace+time.Second, func() error { return allGone(ids...) })
+	settle(t, append(ids, s2)...)
+}
+
+// TestCleanExit: an owner that stops its children itself and unregisters them leaves a supervisor
+// with nothing covered, which it releases after the idle grace: the EOF kills nothing, not even a
+// child that was unregistered but left running.
+func TestCleanExit(t *testing.T) {
+	life := newLifeline(t)
+	o := startOwner(t, life, "-idle", "300ms")
+	ids := readyIDs(t, o.call("spawn child 2"))
+	a, b := ids[0], ids[1]
+	s1 := supID(t, o.call("sup"))
+	o.call(fmt.Sprintf("stop %d", a.PID))
+	o.call(fmt.Sprintf("unregister %d", b.PID))
+	o.call("supgone")
+	waitFor(t, 5*time.Second, func() error {
+		if present(s1) {
+			return fmt.Errorf("idle supervisor %v still present (zombie: %v)", s1, zombie(s1))
+		}
+		return nil
+	})
+	if !alive(b) {
+		t.Fatalf("the idle supervisor's EOF killed unregistered %v", b)
+	}
+	// The next registration starts a supervisor again.
+	c := readyIDs(t, o.call("spawn child 1"))[0]
+	s2 := supID(t, o.call("sup"))
+	if s2 == s1 {
+		t.Fatalf("no new supervisor after the idle release")
+	}
+	o.call(fmt.Sprintf("stop %d", c.PID))
+	o.call("close")
+	if present(s2) {
+		t.Errorf("supervisor %v still present after Close", s2)
+	}
+	if !alive(b) {
+		t.Fatalf("Close with nothing covered killed unregistered %v", b)
+	}
+	o.call(fmt.Sprintf("stop %d", b.PID))
+	o.stdin.Close()
+	if err := o.wait(10 * time.Second); err != nil {
+		t.Fatalf("owner: %v", err)
+	}
+	if err := allGone(a, b, c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForeignOwner: a shell script is the owner. It starts the supervisor (this binary, with
+// $CUSTODY_SUPERVISOR=1), writes legacy `register <pgid>` lines to it, starts children in their
+// own process groups (set -m), and is SIGKILLed: its children die.
+func TestForeignOwner(t *testing.T) {
+	requireCapability(t, "subreaper", reaperErr)
+	bash, err := exec.LookPath("bash")
+	requireCapability(t, "bash", err)
+	_, err = exec.LookPath("mkfifo")
+	requireCapability(t, "mkfifo", err)
+	markUsed("child")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const script = `
+set -e
+set -m # job control: every background job gets its own process group
+dir=$(mktemp -d)
+mkfifo "$dir/sup"
+CUSTODY_SUPERVISOR=1 CUSTODY_SUPERVISOR_GRACE=1s CUSTODY_SUPERVISOR_OWNER_PGID=$$ "$BIN" <"$dir/sup" 3<&- &
+sup=$!
+exec 4>"$dir/sup" # the only write end: children must not inherit it
+rm -r "$dir"
+echo "sup $sup"
+for i in 1 2; do
+	CUSTODY_TEST_HELPER=child "$BIN" <&3 4>&- &
+	echo "register $!" >&4
+done
+echo registered
+wait
+`
+	life := newLifeline(t)
+	sh := startProcess(t, "bash", bash, []string{"-c", script},
+		helperOpts{setpgid: true, extra: []*os.File{life}, stdout: true, env: []string{"BIN=" + exe}})
+	var lines []string
+	for len(lines) < 4 {
+		lines = append(lines, sh.line(10*time.Second))
+	}
+	ids := readyIDs(t, lines)
+	var sup procid.ID
+	for _, l := range lines {
+		var pid int
+		if _, err := fmt.Sscanf(l, "sup %d", &pid); err == nil {
+			inc, err := procid.Read(pid)
+			if err != nil {
+				t.Fatalf("supervisor %d: %v", pid, err)
+			}
+			sup = inc.ID
+		}
+	}
+	if len(ids) != 2 || sup.PID == 0 || !strings.Contains(strings.Join(lines, "\n"), "registered") {
+		t.Fatalf("unexpected script output %q", lines)
+	}
+	sh.cmd.Process.Kill()
+	sh.wait(5 * time.Second)
+	waitFor(t, 2*time.Second, func() error { return allGone(ids...) })
+	waitFor(t, 5*time.Second, func() error { return allGone(sup) })
+	settle(t, append(ids, sup)...)
+}
+
+// TestClientYoungDeaths: a supervisor that dies right after its start is restarted once, not in a
+// loop; the client then reports why.
+func TestClientYoungDeaths(t *testing.T) {
+	life := newLifeline(t)
+	g := startGroup(t, life)
+	starts := filepath.Join(t.TempDir(), "starts")
+	markUsed("die-young")
+	t.Setenv(envHelper, "die-young")
+	t.Setenv("DIE_YOUNG_LOG", starts)
+	exe, _ := os.Executable()
+	c := &supervise.Client{Command: []string{exe}}
+	defer c.Close()
+	c.Register(supervise.Group{PGID: g.pgid(), Start: g.leader().Start})
+	waitFor(t, 10*time.Second, func() error {
+		if c.Err() == nil {
+			return errors.New("no error reported")
+		}
+		return nil
+	})
+	t.Logf("reported: %v", c.Err())
+	b, _ := os.ReadFile(starts)
+	if n := strings.Count(string(b), "\n"); n != 2 {
+		t.Errorf("supervisor started %d times, want 2", n)
+	}
+	if err := c.Register(supervise.Group{PGID: g.pgid()}); err == nil {
+		t.Errorf("Register after the restarts stopped returned nil")
+	}
+	if pid := c.PID(); pid != 0 {
+		t.Errorf("PID() = %d after the restarts stopped", pid)
+	}
+}
+
+// TestClientCommand runs the supervisor as a command (as the CLI's `custody supervise --owner-pgid
+// P --grace D`), and checks Close: groups still registered are stopped, unregistered ones are not.
+func TestClientCommand(t *testing.T) {
+	life := newLifeline(t)
+	covered, released := startGroup(t, life), startGroup(t, life)
+	markUsed("supervise-cli")
+	t.Setenv(envHelper, "supervise-cli")
+	exe, _ := os.Executable()
+	c := &supervise.Client{Command: []string{exe}, Grace: time.Second}
+	for _, g := range []group{covered, released} {
+		if err := c.Register(supervise.Group{PID: g.pgid(), PGID: g.pgid(), Start: g.leader().Start}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc, err := procid.Read(c.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Unregister(released.pgid()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if present(inc.ID) {
+		t.Errorf("supervisor %v present after Close", inc.ID)
+	}
+	if err := covered.h.wait(5 * time.Second); err == nil {
+		t.Errorf("covered group exited cleanly; want stopped by Close")
+	}
+	if !alive(released.leader()) {
+		t.Errorf("unregistered group was stopped")
+	}
+	if err := c.Register(supervise.Group{PGID: released.pgid()}); !errors.Is(err, supervise.ErrClosed) {
+		t.Errorf("Register after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestClientStartFailures(t *testing.T) {
+	life := newLifeline(t)
+	g := startGroup(t, life)
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    string
+	}{
+		{"never ready", []string{"sh", "-c", "exec sleep 30"}, "not ready after"},
+		{"exits at once", []string{"sh", "-c", "exit 0"}, "exited before it was ready"},
+		{"missing", []string{filepath.Join(t.TempDir(), "no-such-supervisor")}, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &supervise.Client{Command: tc.command, StartTimeout: 300 * time.Millisecond}
+			defer c.Close()
+			err := c.Register(supervise.Group{PGID: g.pgid()})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Register: %v, want an error containing %q", err, tc.want)
+			}
+			if c.Err() != nil || c.PID() != 0 {
+				t.Errorf("after a failed start: Err() = %v, PID() = %d", c.Err(), c.PID())
+			}
+		})
+	}
+}
+
+func TestClientNoInit(t *testing.T) {
+	life := newLifeline(t)
+	g := startGroup(t, life)
+	t.Setenv(supervise.EnvSupervisor, "1") // as if this were a re-executed copy that skipped Init
+	c := &supervise.Client{}
+	defer c.Close()
+	if err := c.Register(supervise.Group{PGID: g.pgid()}); !errors.Is(err, supervise.ErrNoInit) {
+		t.Fatalf("Register: %v, want ErrNoInit", err)
+	}
+}
+
+func TestClientRefuses(t *testing.T) {
+	c := &supervise.Client{}
+	defer c.Close()
+	for _, g := range []supervise.Group{
+		{PGID: 0}, {PGID: 1}, {PGID: -5}, {PID: 7, PGID: 8}, {PGID: syscall.Getpgrp()},
+	} {
+		if err := c.Register(g); !errors.Is(err, supervise.ErrRefused) {
+			t.Errorf("Register(%+v): %v, want ErrRefused", g, err)
+		}
+	}
+	if c.PID() != 0 {
+		t.Errorf("a refused registration started a supervisor")
+	}
+}

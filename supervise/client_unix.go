@@ -1,0 +1,156 @@
+//go:build linux || darwin
+
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// readyFD is the supervisor's descriptor for the readiness pipe: the first of ExtraFiles.
+const readyFD = 3
+
+func ownGroup() int { return unix.Getpgrp() }
+
+// spawn starts a supervisor and waits until it is ready to read its pipe.
+func (c *Client) spawn() (p *proc, err error) {
+	cmd, err := c.command()
+	if err != nil {
+		return nil, err
+	}
+	// os.Pipe opens both ends close-on-exec (pipe2(O_CLOEXEC) on Linux, under ForkLock on
+	// macOS), so no child the owner starts, now or later, inherits the write end: one that did
+	// would keep the pipe open after the owner's death and the supervisor would never see EOF.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			w.Close()
+		}
+	}()
+	defer r.Close()
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	defer ready.Close()
+	cmd.Stdin = r
+	// Not cmd.Stderr = c.Stderr: a nil *os.File in the interface would start the supervisor
+	// with descriptor 2 closed, and its next open(2) would take that number.
+	cmd.Stderr = os.Stderr
+	if c.Stderr != nil {
+		cmd.Stderr = c.Stderr
+	}
+	cmd.ExtraFiles = []*os.File{readyW}
+	// Its own session: neither the terminal's SIGINT/SIGHUP nor a kill of the owner's group
+	// reaches it. No Pdeathsig: the supervisor must outlive its owner.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// The root directory, so that the supervisor does not pin the owner's working directory's
+	// mount for its lifetime.
+	cmd.Dir = "/"
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	started := time.Now()
+	if err := awaitReady(ready, c.startTimeout()); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if len(c.Command) == 0 {
+			err = fmt.Errorf("%w (does main call supervise.Init first?)", err)
+		}
+		return nil, fmt.Errorf("start supervisor %s: %w", cmd.Path, err)
+	}
+	return &proc{cmd: cmd, w: w, started: started}, nil
+}
+
+// awaitReady waits for the supervisor's readiness byte.
+func awaitReady(ready *os.File, timeout time.Duration) error {
+	if err := ready.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	var b [1]byte
+	n, err := ready.Read(b[:])
+	switch {
+	case n == 1:
+		return nil
+	case err == io.EOF:
+		return errors.New("exited before it was ready")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("not ready after %v", timeout)
+	}
+	return fmt.Errorf("wait for readiness: %w", err)
+}
+
+// command builds the supervisor's command, without its descriptors.
+func (c *Client) command() (*exec.Cmd, error) {
+	pgid := strconv.Itoa(ownGroup())
+	grace := c.grace().String()
+	env := append(environ(), EnvReadyFD+"="+strconv.Itoa(readyFD))
+	if len(c.Command) > 0 {
+		path, err := exec.LookPath(c.Command[0])
+		if err == nil {
+			// The supervisor runs in "/": a relative path must be resolved here.
+			path, err = filepath.Abs(path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("supervisor command: %w", err)
+		}
+		args := append(slices.Clone(c.Command), "--owner-pgid", pgid, "--grace", grace)
+		return &exec.Cmd{Path: path, Args: args, Env: env}, nil
+	}
+	if os.Getenv(EnvSupervisor) == "1" {
+		return nil, ErrNoInit
+	}
+	path, err := executable()
+	if err != nil {
+		return nil, fmt.Errorf("supervisor command: %w", err)
+	}
+	// One P: the supervisor runs one goroutine, and every P costs memory (its mcache) and may
+	// cost a thread. Set in the environment, it applies before the runtime allocates them.
+	env = append(env, EnvSupervisor+"=1", EnvOwnerPGID+"="+pgid, EnvGrace+"="+grace, "GOMAXPROCS=1")
+	return &exec.Cmd{Path: path, Args: []string{path}, Env: env}, nil
+}
+
+// executable returns the running binary's path. When the file is gone (the program was removed or
+// replaced by a package upgrade while it ran), Linux still reaches the running binary through
+// /proc/self/exe.
+func executable() (string, error) {
+	path, err := os.Executable()
+	if err == nil {
+		if _, err = os.Stat(path); err == nil {
+			return path, nil
+		}
+	}
+	if runtime.GOOS == "linux" {
+		if _, err := os.Stat("/proc/self/exe"); err == nil {
+			return "/proc/self/exe", nil
+		}
+	}
+	return "", err
+}
+
+// environ is the owner's environment without the variables the client sets, which the owner may
+// have inherited and which must not leak into the supervisor's configuration. $EnvLog passes.
+func environ() []string {
+	env := os.Environ()
+	return slices.DeleteFunc(env, func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD
+	})
+}

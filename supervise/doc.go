@@ -1,0 +1,44 @@
+// Package supervise kills an owner's process groups when the owner dies, however it dies.
+//
+// A supervisor is a small separate process, one per owner, in its own session. Its standard input
+// is a pipe whose only write end the owner holds. The owner writes one line per group it wants
+// covered. When the owner dies (exit, crash, SIGKILL, OOM kill), the kernel closes the write end.
+// The supervisor reads EOF and stops every group it still covers: SIGTERM, up to [Config.Grace]
+// to exit, then SIGKILL. The same EOF after a clean release, with nothing covered, kills nothing.
+//
+// The wire protocol (ASCII lines of at most [MaxLine] bytes counting the newline):
+//
+//	register <pgid>                  cover a group (legacy form, as in the Hermes supervisor)
+//	register <pid> <pgid> <start>    cover it, bound to its leader's start (ticks, or "unknown")
+//	unregister <pgid>                stop covering it
+//	anything else                    ignored
+//
+// A group is signalled only while its identity holds: its leader (pid == pgid) is still the
+// recorded incarnation, or, with the leader gone, the group still has members. The kernel does
+// not hand out a PID that is still some process group's id (Linux: a struct pid lives while any
+// task uses it as pid, pgid or sid; XNU's forkproc skips PIDs in use as a pgid or session id), so
+// a leaderless group with members is the group that was registered. A group whose leader PID now
+// names another process is never signalled.
+//
+// The server is [Serve]; [Run] wraps it as a process body, and [Init] runs it when a program
+// re-executes itself as its own supervisor. The owner's side is [Client]: it starts the
+// supervisor at the first [Client.Register], keeps the covered set, restarts the supervisor and
+// replays the set if the supervisor dies, and releases an idle supervisor.
+//
+// Readiness: a starter that wants to know when the supervisor reads its pipe passes a pipe's
+// write end as an inherited descriptor and names it in $CUSTODY_SUPERVISOR_READY_FD ([EnvReadyFD]);
+// [Run] writes one byte to it and closes it. The protocol itself needs no acknowledgement (lines
+// wait in the pipe), so a starter that does not care, like a shell script, passes nothing.
+//
+// A group is gone when kill(-pgid, 0) fails with ESRCH. Members that are zombies still count: a
+// group whose last members nobody reaps (an init that does not reap orphans) keeps the sweep
+// polling until the grace ends; it then exits as usual.
+//
+// Platforms:
+//
+//	Linux    identity from /proc/PID/stat start ticks (package procid)
+//	macOS    identity from kinfo_proc p_starttime; there is no pidfd, so a tiny window remains
+//	         between the identity check and kill(2) in which the leader PID could be recycled
+//	Windows  unsupported: custody uses Job Objects with KILL_ON_JOB_CLOSE there; every call
+//	         returns an error wrapping [errors.ErrUnsupported]
+package supervise

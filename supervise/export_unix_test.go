@@ -1,0 +1,17 @@
+//go:build linux || darwin
+
+package supervise
+
+import "log/slog"
+
+// SweepOne runs the supervisor's EOF sweep over one covered group recorded with the given leader
+// start, as if its registration had been accepted: it exercises the identity check made at kill
+// time, which a registration-time check would otherwise shadow.
+func SweepOne(cfg Config, pgid int, start uint64, bound bool) {
+	cfg = cfg.withDefaults()
+	s := &server{cfg: cfg, log: cfg.Logger, self: ownGroup(), covered: map[int]leader{pgid: {start: start, bound: bound}}}
+	s.sweep()
+}
+
+// DiscardLogger is a logger that drops everything.
+var DiscardLogger = slog.New(slog.DiscardHandler)

@@ -1,0 +1,368 @@
+//go:build linux || darwin
+
+package supervise_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/supervise"
+)
+
+// envHelper names the helper a re-executed test binary runs instead of the tests.
+const envHelper = "CUSTODY_TEST_HELPER"
+
+// envRequire makes a missing capability fail the tests that need it instead of skipping them.
+const envRequire = "CUSTODY_REQUIRE_PRIVILEGED"
+
+var (
+	helpers     = map[string]func(args []string) int{}
+	helpersMu   sync.Mutex
+	helpersUsed = map[string]bool{}
+	benchOnly   = map[string]bool{} // helpers only benchmarks use: not required in a test run
+)
+
+// registerHelper makes the test binary, run with $CUSTODY_TEST_HELPER=name, act as a helper
+// process: f gets the arguments and returns the exit code.
+func registerHelper(name string, f func(args []string) int) { helpers[name] = f }
+
+func TestMain(m *testing.M) {
+	// The Client's default supervisor re-executes this binary: Init turns that copy into it.
+	supervise.Init()
+	if name := os.Getenv(envHelper); name != "" {
+		f := helpers[name]
+		if f == nil {
+			fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
+			os.Exit(2)
+		}
+		os.Exit(f(os.Args[1:]))
+	}
+	flag.Parse()
+	if err := becomeReaper(); err != nil {
+		reaperErr = err
+	}
+	code := m.Run()
+	if code == 0 && fullRun() {
+		for name := range helpers {
+			if !helpersUsed[name] && !benchOnly[name] {
+				fmt.Fprintf(os.Stderr, "FAIL: helper %q registered but never used\n", name)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// fullRun reports whether every test ran (no -run filter, not -short), so that an unused helper
+// is a finding rather than a filter's effect.
+func fullRun() bool {
+	run := flag.Lookup("test.run")
+	short := flag.Lookup("test.short")
+	bench := flag.Lookup("test.bench")
+	return run != nil && run.Value.String() == "" && short != nil && short.Value.String() == "false" &&
+		bench != nil && bench.Value.String() == ""
+}
+
+// reaperErr says why this test process could not become the reaper of its orphaned descendants.
+var reaperErr error
+
+// requireCapability skips a test that lacks what it needs, or fails it under
+// $CUSTODY_REQUIRE_PRIVILEGED=1, where every capability is expected.
+func requireCapability(tb testing.TB, what string, err error) {
+	tb.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv(envRequire) == "1" {
+		tb.Fatalf("%s required ($%s=1): %v", what, envRequire, err)
+	}
+	tb.Skipf("skipping: %s not available: %v", what, err)
+}
+
+// helperOpts shapes a helper process.
+type helperOpts struct {
+	env     []string
+	stdin   *os.File   // nil: a pipe from the test (helperProc.stdin)
+	extra   []*os.File // descriptors 3, 4, ...
+	setpgid bool       // its own process group
+	setsid  bool       // its own session
+	stdout  bool       // read its stdout as lines (helperProc.lines)
+}
+
+// helperProc is a running helper, started by and bounded to one test.
+type helperProc struct {
+	tb    testing.TB
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	done  chan struct{} // closed when Wait returned
+	err   error         // Wait's result, set before done closes
+}
+
+// startHelper starts the test binary as the named helper. The process is killed and waited in
+// t.Cleanup if the test did not wait for it, gets SIGQUIT (a goroutine dump) when the test's
+// deadline nears, has Pdeathsig SIGKILL on Linux, and its stderr goes to t.Logf.
+func startHelper(tb testing.TB, name string, args []string, o helperOpts) *helperProc {
+	tb.Helper()
+	markUsed(name)
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o.env = append([]string{envHelper + "=" + name}, o.env...)
+	return startProcess(tb, name, exe, args, o)
+}
+
+// markUsed records that a helper ran, for helpers started by something other than startHelper.
+func markUsed(name string) {
+	helpersMu.Lock()
+	helpersUsed[name] = true
+	helpersMu.Unlock()
+}
+
+// startProcess starts any program under the same rules as startHelper.
+func startProcess(tb testing.TB, name, path string, args []string, o helperOpts) *helperProc {
+	tb.Helper()
+	var err error
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout(tb))
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(os.Environ(), o.env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.ExtraFiles = o.extra
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: o.setpgid && !o.setsid, Setsid: o.setsid}
+	lastResort(cmd.SysProcAttr)
+	h := &helperProc{tb: tb, name: name, cmd: cmd, done: make(chan struct{})}
+	if o.stdin != nil {
+		cmd.Stdin = o.stdin
+	} else if h.stdin, err = cmd.StdinPipe(); err != nil {
+		tb.Fatal(err)
+	}
+	// Output goes through pipes this test reads itself rather than through exec's copying, so
+	// that Wait does not wait for descendants that inherited them (a supervisor, a survivor).
+	cmd.Stderr, _ = pipeLines(tb, func(l string) { tb.Logf("%s: %s", name, l) })
+	if o.stdout {
+		h.lines = make(chan string, 8192)
+		w, done := pipeLines(tb, func(l string) {
+			select {
+			case h.lines <- l:
+			default:
+				tb.Errorf("%s: stdout line dropped: %q", name, l)
+			}
+		})
+		cmd.Stdout = w
+		go func() {
+			<-done
+			close(h.lines)
+		}()
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		tb.Fatalf("start helper %s: %v", name, err)
+	}
+	cmd.Stderr.(*os.File).Close()
+	if o.stdout {
+		cmd.Stdout.(*os.File).Close()
+	}
+	go func() {
+		h.err = cmd.Wait()
+		cancel()
+		close(h.done)
+	}()
+	tb.Cleanup(func() {
+		if h.stdin != nil {
+			h.stdin.Close()
+		}
+		cmd.Process.Kill() // through the handle: a no-op once it has exited
+		<-h.done
+	})
+	return h
+}
+
+// pipeLines returns the write end of a pipe whose lines go to sink until EOF or the test's
+// cleanup, which closes the read end and waits for the reader.
+func pipeLines(tb testing.TB, sink func(string)) (*os.File, <-chan struct{}) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			sink(sc.Text())
+		}
+	}()
+	tb.Cleanup(func() {
+		r.Close()
+		<-done
+	})
+	return w, done
+}
+
+// wait waits for the helper to exit and returns its Wait error.
+func (h *helperProc) wait(timeout time.Duration) error {
+	h.tb.Helper()
+	select {
+	case <-h.done:
+		return h.err
+	case <-time.After(timeout):
+		h.tb.Fatalf("helper %s (pid %d) did not exit within %v", h.name, h.cmd.Process.Pid, timeout)
+		return nil
+	}
+}
+
+// line returns the helper's next stdout line.
+func (h *helperProc) line(timeout time.Duration) string {
+	h.tb.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			h.tb.Fatalf("helper %s: stdout closed", h.name)
+		}
+		return l
+	case <-time.After(timeout):
+		h.tb.Fatalf("helper %s: no line within %v", h.name, timeout)
+		return ""
+	}
+}
+
+// call sends a command to an owner helper and returns the lines it answered before "ok".
+func (h *helperProc) call(cmd string) []string {
+	h.tb.Helper()
+	if _, err := io.WriteString(h.stdin, cmd+"\n"); err != nil {
+		h.tb.Fatalf("owner: %s: %v", cmd, err)
+	}
+	var out []string
+	for {
+		l := h.line(20 * time.Second)
+		switch {
+		case l == "ok":
+			return out
+		case strings.HasPrefix(l, "error: "):
+			h.tb.Fatalf("owner: %s: %s", cmd, l)
+		default:
+			out = append(out, l)
+		}
+	}
+}
+
+// readyIDs parses "ready <pid> <start>" lines into incarnations.
+func readyIDs(tb testing.TB, lines []string) []procid.ID {
+	tb.Helper()
+	var ids []procid.ID
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "ready" {
+			continue
+		}
+		pid, err1 := strconv.Atoi(f[1])
+		start, err2 := strconv.ParseUint(f[2], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			tb.Fatalf("bad ready line %q: %v", l, err)
+		}
+		ids = append(ids, procid.ID{PID: pid, Start: start})
+	}
+	return ids
+}
+
+// supID parses "sup <pid> <start>" from an owner's answer.
+func supID(tb testing.TB, lines []string) procid.ID {
+	tb.Helper()
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == "sup" {
+			pid, _ := strconv.Atoi(f[1])
+			start, _ := strconv.ParseUint(f[2], 10, 64)
+			return procid.ID{PID: pid, Start: start}
+		}
+	}
+	tb.Fatalf("no sup line in %q", lines)
+	return procid.ID{}
+}
+
+// alive reports whether the incarnation is alive now.
+func alive(id procid.ID) bool { return id.Verify() == nil }
+
+// testTimeout bounds a helper: the test's deadline less a margin, or 2 minutes.
+func testTimeout(tb testing.TB) time.Duration {
+	if t, ok := tb.(interface{ Deadline() (time.Time, bool) }); ok {
+		if d, ok := t.Deadline(); ok {
+			return max(time.Until(d)-5*time.Second, time.Second)
+		}
+	}
+	return 2 * time.Minute
+}
+
+// newLifeline returns the read end of a pipe whose write end only this test holds, closed at
+// cleanup: helpers read it as stdin and exit at EOF, so a broken test cannot leak them for long.
+func newLifeline(tb testing.TB) *os.File {
+	tb.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { w.Close(); r.Close() })
+	return r
+}
+
+// waitFor polls f until it returns nil or the timeout passes.
+func waitFor(tb testing.TB, timeout time.Duration, f func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// allGone checks that every incarnation is gone: exited (a zombie counts) or its PID reused.
+func allGone(ids ...procid.ID) error {
+	var live []procid.ID
+	for _, id := range ids {
+		if err := id.Verify(); !errors.Is(err, procid.ErrGone) && !errors.Is(err, procid.ErrReused) {
+			live = append(live, id)
+		}
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("still alive: %v", live)
+	}
+	return nil
+}
+
+// settle reaps the orphans among ids that were reparented to this test (the subreaper) and then
+// checks that none of them is left a zombie.
+func settle(tb testing.TB, ids ...procid.ID) {
+	tb.Helper()
+	waitFor(tb, 10*time.Second, func() error { return allGone(ids...) })
+	for _, id := range ids {
+		reapOrphan(tb, id)
+	}
+	for _, id := range ids {
+		if zombie(id) {
+			tb.Errorf("%v is a zombie", id)
+		}
+	}
+}

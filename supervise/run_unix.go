@@ -1,0 +1,62 @@
+//go:build linux || darwin
+
+package supervise
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+func run(cfg Config) error {
+	signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGPIPE)
+	trimRuntime()
+	if cfg.Logger == nil {
+		cfg.Logger = stderrLogger()
+	}
+	if err := signalReady(); err != nil {
+		return err
+	}
+	return Serve(context.Background(), os.Stdin, cfg)
+}
+
+// trimRuntime keeps the supervisor small. Its heap is a map of covered groups and almost nothing
+// else: the protocol path does not allocate per line. The collector is left off, with a soft
+// memory limit as the backstop that turns it back on should something (a flood of logged
+// refusals, a huge covered set) grow the heap.
+func trimRuntime() {
+	runtime.GOMAXPROCS(1) // too late to save what startup allocated, but no later thread needs more
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(8 << 20)
+}
+
+// signalReady writes one byte to the descriptor $CUSTODY_SUPERVISOR_READY_FD names and closes
+// it. It uses the descriptor directly rather than os.NewFile, which would register it with the
+// runtime's poller for one write.
+func signalReady() error {
+	v := os.Getenv(EnvReadyFD)
+	if v == "" {
+		return nil
+	}
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return fmt.Errorf("ready fd %q: not a descriptor above stderr", v)
+	}
+	defer unix.Close(fd)
+	for {
+		_, err = unix.Write(fd, []byte{'R'})
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("signal ready: %w", os.NewSyscallError("write", err))
+	}
+	return nil
+}

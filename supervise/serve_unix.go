@@ -1,0 +1,192 @@
+//go:build linux || darwin
+
+package supervise
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+	"golang.org/x/sys/unix"
+)
+
+// leader is what the supervisor remembers of a covered group: its leader's incarnation, when one
+// was known at registration.
+type leader struct {
+	start uint64
+	bound bool // start names the leader; false: no leader was alive (or readable) at registration
+}
+
+type server struct {
+	cfg     Config
+	log     *slog.Logger
+	self    int // the supervisor's own process group
+	covered map[int]leader
+}
+
+func serve(ctx context.Context, in io.Reader, cfg Config) error {
+	if ctx.Done() != nil {
+		if d, ok := in.(interface{ SetReadDeadline(time.Time) error }); ok {
+			stop := context.AfterFunc(ctx, func() { d.SetReadDeadline(time.Now()) })
+			defer stop()
+		}
+	}
+	s := &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]leader)}
+	lr := &lineReader{r: in}
+	for {
+		line, err := lr.next()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch {
+		case err == nil:
+			s.handle(line)
+		case err == errLong:
+			s.log.Debug("supervise: ignored line", "reason", err)
+		default:
+			if err != io.EOF {
+				s.log.Warn("supervise: reading from owner", "err", err)
+			}
+			s.sweep()
+			return nil
+		}
+	}
+}
+
+func (s *server) handle(line []byte) {
+	cmd, ok := parseLine(line)
+	if !ok {
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("supervise: ignored line", "line", string(line))
+		}
+		return
+	}
+	if why := s.refuse(cmd.pgid); why != "" {
+		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", why)
+		return
+	}
+	switch cmd.verb {
+	case verbRegister:
+		s.register(cmd)
+	case verbUnregister:
+		delete(s.covered, cmd.pgid)
+	}
+}
+
+// refuse says why a group must never be covered, or "" when it may be.
+func (s *server) refuse(pgid int) string {
+	switch {
+	case pgid <= 1:
+		// kill(0) is our own group, kill(-1) every process we may signal, kill(-pgid) of a
+		// negative number a single PID: none of them is a group.
+		return "not a process group id"
+	case pgid == s.self:
+		return "the supervisor's own group"
+	case pgid == s.cfg.OwnerPGID:
+		return "the owner's group"
+	}
+	return ""
+}
+
+// register covers a group. A leader given with its start is bound to it, after checking that the
+// PID still names it; otherwise the leader alive now (if any) is bound, even when it has not yet
+// joined its group: the owner may have written the line before the child's setpgid ran, and a
+// process alive now cannot have a PID shared with an older group. A group with neither a leader
+// nor members is already gone and is not recorded: recording it would let a later group with
+// the same id, a stranger, match.
+func (s *server) register(cmd command) {
+	if cmd.pid != cmd.pgid {
+		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "pid", cmd.pid, "reason", "pid is not the group's leader")
+		return
+	}
+	inc, err := procid.Read(cmd.pgid)
+	switch {
+	case err == nil && cmd.known && inc.Start != cmd.start:
+		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", "leader pid names another process",
+			"start", cmd.start, "now", inc.Start)
+	case err == nil:
+		s.covered[cmd.pgid] = leader{start: inc.Start, bound: true}
+	case errors.Is(err, procid.ErrGone) && !groupExists(cmd.pgid):
+		s.log.Debug("supervise: group already gone", "pgid", cmd.pgid)
+	case errors.Is(err, procid.ErrGone) && cmd.known:
+		s.covered[cmd.pgid] = leader{start: cmd.start, bound: true}
+	default:
+		s.covered[cmd.pgid] = leader{}
+	}
+}
+
+// holds reports whether a covered group's identity still holds; if not, why says why, or is
+// empty when the group is simply gone.
+func (s *server) holds(pgid int, l leader) (bool, string) {
+	inc, err := procid.Read(pgid)
+	switch {
+	case err == nil && l.bound && inc.Start == l.start:
+		return true, ""
+	case err == nil:
+		return false, "leader pid names another process"
+	case errors.Is(err, procid.ErrGone):
+		// The leader exited; its PID stays reserved while the group has members, so members
+		// mean the group is still the registered one.
+		return groupExists(pgid), ""
+	}
+	return false, "leader unreadable: " + err.Error()
+}
+
+// sweep stops every covered group whose identity holds: SIGTERM, poll, SIGKILL.
+func (s *server) sweep() {
+	if len(s.covered) == 0 {
+		return
+	}
+	s.signalAll(unix.SIGTERM)
+	deadline := time.Now().Add(s.cfg.Grace)
+	for len(s.covered) > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			s.signalAll(unix.SIGKILL)
+			return
+		}
+		time.Sleep(min(pollInterval, left))
+		for pgid := range s.covered {
+			if !groupExists(pgid) {
+				delete(s.covered, pgid)
+			}
+		}
+	}
+}
+
+// signalAll sends sig to every covered group whose identity holds at that moment, and drops the
+// groups that are gone or no longer proven.
+func (s *server) signalAll(sig unix.Signal) {
+	for pgid, l := range s.covered {
+		if why := s.refuse(pgid); why != "" {
+			// Registration refused it already; checked again because a slip here is kill(-1).
+			s.log.Error("supervise: refused target in the covered set", "pgid", pgid, "reason", why)
+			delete(s.covered, pgid)
+			continue
+		}
+		ok, why := s.holds(pgid, l)
+		if !ok {
+			if why != "" {
+				s.log.Warn("supervise: not signalling", "pgid", pgid, "signal", sig.String(), "reason", why)
+			}
+			delete(s.covered, pgid)
+			continue
+		}
+		switch err := unix.Kill(-pgid, sig); err {
+		case nil:
+		case unix.ESRCH:
+			delete(s.covered, pgid)
+		default:
+			s.log.Warn("supervise: signal failed", "pgid", pgid, "signal", sig.String(), "err", err)
+		}
+	}
+}
+
+// groupExists reports whether some process is in the group: only ESRCH proves it empty (EPERM
+// means members we may not signal).
+func groupExists(pgid int) bool {
+	return unix.Kill(-pgid, 0) != unix.ESRCH
+}

@@ -31,7 +31,8 @@ func GroupHasLive(pgid int) (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	var buf [1024]byte
+	buf := statBufs.Get().(*[1024]byte)
+	defer statBufs.Put(buf)
 	for _, name := range names {
 		if name[0] < '0' || name[0] > '9' {
 			continue

@@ -23,7 +23,8 @@ import (
 var procRoot = "/proc"
 
 func read(pid int) (Incarnation, error) {
-	var buf [1024]byte
+	buf := statBufs.Get().(*[1024]byte)
+	defer statBufs.Put(buf)
 	n, err := readSmall(procRoot+"/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return Incarnation{}, classify(pid, err)
@@ -38,6 +39,10 @@ func read(pid int) (Incarnation, error) {
 	inc.PID = pid
 	return complete(inc)
 }
+
+// statBufs holds read buffers: a stack buffer escapes through read(2)'s slice, and a kilobyte of
+// garbage per read adds up in a supervisor that runs with the collector off.
+var statBufs = sync.Pool{New: func() any { return new([1024]byte) }}
 
 // readSmall reads a whole small proc file into buf with three system calls and no os.File: the
 // hot path of a verified read of a large ledger is one of these per row.

@@ -68,3 +68,13 @@ func TestReadSelfBoot(t *testing.T) {
 		t.Errorf("boot start %v s does not match %d ticks at 100 Hz", inc.BootStart, inc.Start)
 	}
 }
+
+// BenchmarkRead is one incarnation read: the unit cost of every proof.
+func BenchmarkRead(b *testing.B) {
+	pid := os.Getpid()
+	for b.Loop() {
+		if _, err := Read(pid); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

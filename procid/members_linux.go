@@ -19,17 +19,41 @@ var ErrScanBlind = errors.New("procid: /proc hides other users' processes (hidep
 // that cannot be read counts as alive, and where /proc is mounted with hidepid (and the caller is
 // not root) the scan returns [ErrScanBlind]: it proves emptiness, never guesses it.
 func GroupHasLive(pgid int) (bool, error) {
+	live := false
+	err := scanGroups(func(g int) bool {
+		live = g == pgid
+		return !live
+	})
+	return live || err != nil, err
+}
+
+// LiveGroups returns the process groups that have at least one live (non-zombie) member, from
+// one scan of /proc; see [GroupHasLive] for what the scan can prove.
+func LiveGroups() (map[int]bool, error) {
+	live := map[int]bool{}
+	err := scanGroups(func(g int) bool {
+		live[g] = true
+		return true
+	})
+	return live, err
+}
+
+// errUnreadable stops a scan that met a process it could not read: its group is unknown.
+var errUnreadable = errors.New("procid: a process could not be read during the scan")
+
+// scanGroups calls fn with the group of every live process until fn returns false.
+func scanGroups(fn func(pgid int) bool) error {
 	if err := scanBlind(); err != nil {
-		return true, err
+		return err
 	}
 	d, err := os.Open(procRoot)
 	if err != nil {
-		return true, err
+		return err
 	}
 	defer d.Close()
 	names, err := d.Readdirnames(-1)
 	if err != nil {
-		return true, err
+		return err
 	}
 	buf := statBufs.Get().(*[1024]byte)
 	defer statBufs.Put(buf)
@@ -42,14 +66,17 @@ func GroupHasLive(pgid int) (bool, error) {
 			continue // exited and reaped during the scan
 		}
 		if err != nil {
-			return true, nil
+			return errUnreadable
 		}
 		inc, err := parseStat(buf[:n])
-		if err != nil || inc.PGID == pgid && !inc.Zombie {
-			return true, nil
+		if err != nil {
+			return errUnreadable
+		}
+		if !inc.Zombie && !fn(inc.PGID) {
+			return nil
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // scanBlind reports whether /proc hides processes from this caller: mounted with hidepid (or its

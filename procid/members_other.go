@@ -12,3 +12,8 @@ import (
 func GroupHasLive(pgid int) (bool, error) {
 	return true, fmt.Errorf("procid: group members on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
+
+// LiveGroups needs /proc; elsewhere it returns an error wrapping [errors.ErrUnsupported].
+func LiveGroups() (map[int]bool, error) {
+	return nil, fmt.Errorf("procid: live groups on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}

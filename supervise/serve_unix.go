@@ -149,8 +149,11 @@ func (s *server) sweep() {
 			return
 		}
 		time.Sleep(min(pollInterval, left))
+		// One /proc scan a poll tells groups whose members are all zombies: they have exited, but
+		// kill(-pgid, 0) counts them until their new parent reaps them, which some inits never do.
+		live, scanErr := procid.LiveGroups()
 		for pgid := range s.covered {
-			if !groupExists(pgid) {
+			if !groupExists(pgid) || scanErr == nil && !live[pgid] {
 				delete(s.covered, pgid)
 			}
 		}

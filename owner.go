@@ -96,7 +96,15 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (c 
 	if err := o.warm(); err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
+	// The ledger write is prepared while the child execs (lock, read, prune, temporary file), so
+	// that recording the row after the start costs a write and a rename.
+	txc := make(chan txnResult, 1)
+	go func() {
+		tx, err := o.Ledger.Begin(ctx)
+		txc <- txnResult{tx, err}
+	}()
 	if err := cmd.Start(); err != nil {
+		(<-txc).abort()
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
 	c = &Child{Cmd: cmd, owner: o, done: make(chan struct{})}
@@ -107,27 +115,45 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (c 
 		}
 	}()
 	if c.scope, err = scope.Attach(cmd); err != nil {
+		(<-txc).abort()
 		return nil, err
 	}
 	c.ID = c.scope.Leader()
 	if err = o.cover(c.scope); err != nil {
+		(<-txc).abort()
 		return nil, err
 	}
 	c.covered = true
 	if c.proc, err = authority.FromOS(cmd.Process); err != nil {
+		(<-txc).abort()
 		return nil, err
 	}
 	go c.reap()
-	if err = c.record(ctx, purpose, opts); err != nil {
+	if err = c.record(<-txc, purpose, opts); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// record writes the child's ledger row.
-func (c *Child) record(ctx context.Context, purpose string, opts StartOptions) error {
+type txnResult struct {
+	tx  *ledger.Txn
+	err error
+}
+
+func (r txnResult) abort() {
+	if r.tx != nil {
+		r.tx.Abort()
+	}
+}
+
+// record commits the child's ledger row in the prepared write.
+func (c *Child) record(txr txnResult, purpose string, opts StartOptions) error {
+	if txr.err != nil {
+		return txr.err
+	}
 	inc, err := procid.Read(c.ID.PID)
 	if err != nil && !errors.Is(err, procid.ErrGone) {
+		txr.abort()
 		return err
 	}
 	if err != nil { // it already exited: record what the scope read at spawn
@@ -142,7 +168,9 @@ func (c *Child) record(ctx context.Context, purpose string, opts StartOptions) e
 	if pg := c.scope.PGID(); pg > 0 {
 		row.PGID = ptr(pg)
 	}
-	if _, err := o.Ledger.Add(ctx, row); err != nil {
+	if _, err := txr.tx.Commit([]int{row.PID}, func(rows []ledger.Row) ([]ledger.Row, error) {
+		return append(rows, row), nil
+	}); err != nil {
 		return err
 	}
 	c.row = row

@@ -90,23 +90,30 @@ func encode(rows []Row) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// replaceFile writes data to a temporary file in path's directory and renames it over path, so a
-// crash at any instant leaves either the old or the new file. The mode is set explicitly: a
-// process umask could otherwise widen or narrow it. No fsync: see the package doc.
-func replaceFile(path string, data []byte) (err error) {
+// createTemp makes the temporary file a write renames over the ledger: in the same directory, so
+// the rename is atomic. The mode is set explicitly: a process umask could otherwise narrow it.
+func createTemp(path string) (*os.File, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write ledger: %w", err)
+		return nil, fmt.Errorf("write ledger: %w", err)
 	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("write ledger: %w", err)
+	}
+	return f, nil
+}
+
+// commitTemp writes data to f and renames it over path, so a crash at any instant leaves either
+// the old or the new file. No fsync: see the package doc.
+func commitTemp(f *os.File, path string, data []byte) (err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
 		}
 	}()
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("write ledger: %w", err)
-	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("write ledger: %w", err)
 	}

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,32 +42,15 @@ type Report struct {
 }
 
 // Update is the single write path: under the lock it reads the rows, prunes them (replaced names
-// PIDs the change is about to write, whose old rows go), passes the rest to fn and
-// atomically replaces the file with what fn returns. fn must not block.
-func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row) ([]Row, error)) (rep Report, err error) {
-	if err := prepareDir(l.path); err != nil {
-		return rep, err
-	}
-	unlock, err := lock(ctx, l.path+".lock", cmp.Or(l.LockTimeout, DefaultLockTimeout))
+// PIDs the change is about to write, whose old rows go), passes the rest to fn and atomically
+// replaces the file with what fn returns. fn must not block. It is [Ledger.Begin] followed by
+// [Txn.Commit].
+func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row) ([]Row, error)) (Report, error) {
+	tx, err := l.Begin(ctx)
 	if err != nil {
-		return rep, err
+		return Report{}, err
 	}
-	defer unlock()
-	removeStaleTemps(l.path)
-	p, err := l.readLocked(&rep)
-	if err != nil {
-		return rep, err
-	}
-	rows := prune(p.rows, replaced, &rep)
-	rep.Malformed = p.malformed
-	if rows, err = fn(rows); err != nil {
-		return rep, err
-	}
-	data, err := encode(rows)
-	if err != nil {
-		return rep, err
-	}
-	return rep, replaceFile(l.path, data)
+	return tx.Commit(replaced, fn)
 }
 
 // readLocked reads the file under the lock, quarantining it if corrupt.
@@ -150,9 +132,9 @@ func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
 	return p.rows, nil
 }
 
-// prune drops rows whose process is provably dead or whose PID is being rewritten. Every row gets
-// the cheap checks; ProveWindow rows from a random offset get the exact one.
-func prune(rows []Row, replaced []int, rep *Report) []Row {
+// prune drops rows whose process is provably dead. Every row gets the cheap checks; ProveWindow
+// rows from a random offset get the exact one.
+func prune(rows []Row, rep *Report) []Row {
 	boot, bootErr := procid.BootID()
 	start := 0
 	if len(rows) > ProveWindow {
@@ -161,7 +143,7 @@ func prune(rows []Row, replaced []int, rep *Report) []Row {
 	kept := rows[:0]
 	for i, r := range rows {
 		prove := (i-start+len(rows))%len(rows) < ProveWindow
-		if slices.Contains(replaced, r.PID) || dead(r, boot, bootErr, prove) {
+		if dead(r, boot, bootErr, prove) {
 			rep.Pruned++
 			continue
 		}

@@ -24,7 +24,8 @@ type Query struct {
 }
 
 // Query reads the rows and judges each one's liveness and its spawner's. Each PID is read once
-// per query, however many rows name it (a spawner usually has many children).
+// per query, however many rows name it (a spawner usually has many children), and the reads are
+// spread over the CPUs.
 func (l *Ledger) Query(ctx context.Context, q Query) ([]Entry, error) {
 	rows, err := l.Rows(ctx)
 	if err != nil {
@@ -35,7 +36,16 @@ func (l *Ledger) Query(ctx context.Context, q Query) ([]Entry, error) {
 
 // Judge applies q to rows already read.
 func Judge(rows []Row, q Query) []Entry {
-	j := judge{reads: map[int]read{}}
+	pids := make([]int, 0, 2*len(rows))
+	for _, r := range rows {
+		if q.Install == "" || r.Install == q.Install {
+			pids = append(pids, r.PID)
+			if r.SpawnerPID != nil {
+				pids = append(pids, *r.SpawnerPID)
+			}
+		}
+	}
+	j := judge{reads: procid.ReadMany(pids)}
 	j.boot, j.bootErr = procid.BootID()
 	out := make([]Entry, 0, len(rows))
 	for _, r := range rows {
@@ -53,13 +63,8 @@ func Judge(rows []Row, q Query) []Entry {
 	return out
 }
 
-type read struct {
-	inc procid.Incarnation
-	err error
-}
-
 type judge struct {
-	reads   map[int]read
+	reads   map[int]procid.Result
 	boot    string
 	bootErr error
 }
@@ -73,10 +78,10 @@ func (j *judge) check(rec procid.Record, strict bool) (procid.State, procid.Proo
 	}
 	rd, ok := j.reads[rec.PID]
 	if !ok {
-		rd.inc, rd.err = procid.Read(rec.PID)
+		rd.Inc, rd.Err = procid.Read(rec.PID)
 		j.reads[rec.PID] = rd
 	}
-	return rec.Judge(rd.inc, rd.err, strict)
+	return rec.Judge(rd.Inc, rd.Err, strict)
 }
 
 // spawner judges the row's spawner leniently: a spawner recorded without any start is alive while

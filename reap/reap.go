@@ -57,9 +57,16 @@ type Decision struct {
 	row     ledger.Row
 }
 
-// Decide judges every row. It reads each PID at most once.
+// Decide judges every row. It reads each PID at most once, spreading the reads over the CPUs.
 func Decide(rows []ledger.Row) []Decision {
-	j := judge{reads: map[int]read{}, ancestors: ancestors(), now: time.Now()}
+	pids := make([]int, 0, 2*len(rows))
+	for _, r := range rows {
+		pids = append(pids, r.PID)
+		if r.SpawnerPID != nil {
+			pids = append(pids, *r.SpawnerPID)
+		}
+	}
+	j := judge{reads: procid.ReadMany(pids), ancestors: ancestors(), now: time.Now()}
 	out := make([]Decision, 0, len(rows))
 	for _, r := range rows {
 		action, reason := j.decide(r)
@@ -107,21 +114,16 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 	return ds, l.Drop(ctx, drop)
 }
 
-type read struct {
-	inc procid.Incarnation
-	err error
-}
-
 type judge struct {
-	reads     map[int]read
+	reads     map[int]procid.Result
 	ancestors []int
 	now       time.Time
 }
 
-func (j *judge) read(pid int) read {
+func (j *judge) read(pid int) procid.Result {
 	rd, ok := j.reads[pid]
 	if !ok {
-		rd.inc, rd.err = procid.Read(pid)
+		rd.Inc, rd.Err = procid.Read(pid)
 		j.reads[pid] = rd
 	}
 	return rd
@@ -134,7 +136,7 @@ func (j *judge) check(rec procid.Record) (procid.State, procid.Proof) {
 		}
 	}
 	rd := j.read(rec.PID)
-	return rec.Judge(rd.inc, rd.err, true)
+	return rec.Judge(rd.Inc, rd.Err, true)
 }
 
 // decide applies the reaping rules in order; the first that fails names the reason.
@@ -149,7 +151,7 @@ func (j *judge) decide(r ledger.Row) (Action, string) {
 	}
 	state, proof := j.check(r.Record())
 	switch {
-	case state == procid.Dead && j.read(r.PID).err == nil:
+	case state == procid.Dead && j.read(r.PID).Err == nil:
 		return Keep, PIDReused // the row is dead, but say so rather than drop it silently
 	case state == procid.Dead:
 		return Gone, AlreadyExited
@@ -174,7 +176,7 @@ func (j *judge) decide(r ledger.Row) (Action, string) {
 // orphan decides a row without a recorded spawner: reapable once reparented to init and older
 // than MinOrphanAge. A subreaper cannot be told from outside, so only init counts.
 func (j *judge) orphan(r ledger.Row) (Action, string) {
-	inc := j.read(r.PID).inc
+	inc := j.read(r.PID).Inc
 	if inc.PPID != 1 {
 		return Keep, NotOrphaned
 	}

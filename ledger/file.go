@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/tidwall/gjson"
+	"github.com/custody-dev/custody/internal/jsonscan"
 )
 
 // CorruptError reports a ledger file that is not a JSON array.
@@ -51,22 +51,21 @@ func parse(path string, data []byte) (parsed, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return parsed{}, &CorruptError{Path: path, Reason: "empty file"}
 	}
-	if !gjson.ValidBytes(data) {
-		return parsed{}, &CorruptError{Path: path, Reason: "not valid JSON"}
-	}
-	doc := gjson.ParseBytes(data)
-	if !doc.IsArray() {
-		return parsed{}, &CorruptError{Path: path, Reason: "not a JSON array"}
-	}
 	var p parsed
-	doc.ForEach(func(_, v gjson.Result) bool {
-		if r, ok := decodeRow(v); ok {
+	err := jsonscan.Array(data, func(elem []byte) error {
+		if r, ok := decodeRow(elem); ok {
 			p.rows = append(p.rows, r)
 		} else {
 			p.malformed++
 		}
-		return true
+		return nil
 	})
+	switch {
+	case errors.Is(err, jsonscan.ErrNotArray):
+		return parsed{}, &CorruptError{Path: path, Reason: "not a JSON array"}
+	case err != nil:
+		return parsed{}, &CorruptError{Path: path, Reason: "not valid JSON: " + err.Error()}
+	}
 	return p, nil
 }
 

@@ -136,6 +136,7 @@ func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
 // rows from a random offset get the exact one.
 func prune(rows []Row, rep *Report) []Row {
 	boot, bootErr := procid.BootID()
+	present := procid.NewPresence()
 	start := 0
 	if len(rows) > ProveWindow {
 		start = rand.IntN(len(rows))
@@ -143,7 +144,7 @@ func prune(rows []Row, rep *Report) []Row {
 	kept := rows[:0]
 	for i, r := range rows {
 		prove := (i-start+len(rows))%len(rows) < ProveWindow
-		if dead(r, boot, bootErr, prove) {
+		if dead(r, present, boot, bootErr, prove) {
 			rep.Pruned++
 			continue
 		}
@@ -152,11 +153,11 @@ func prune(rows []Row, rep *Report) []Row {
 	return kept
 }
 
-func dead(r Row, boot string, bootErr error, prove bool) bool {
+func dead(r Row, present *procid.Presence, boot string, bootErr error, prove bool) bool {
 	if r.BootID != nil && bootErr == nil && *r.BootID != boot {
 		return true
 	}
-	if !procid.Exists(r.PID) {
+	if !present.Exists(r.PID) {
 		return true
 	}
 	if !prove {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tidwall/gjson"
+	"github.com/custody-dev/custody/internal/jsonscan"
 
 	"github.com/custody-dev/custody/procid"
 )
@@ -78,7 +78,7 @@ func (r *Row) Set(key string, v any) error {
 	if r.raw, err = json.Marshal(fields); err != nil {
 		return fmt.Errorf("ledger: set %s: %w", key, err)
 	}
-	r.decodeField(key, gjson.ParseBytes(val))
+	r.decodeField(key, val)
 	return nil
 }
 
@@ -90,80 +90,73 @@ func (r Row) Raw() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-// decodeRow decodes one array element. ok is false for a malformed row: not an object, or without
-// a positive integer pid. Fields of an unexpected type read as absent but keep their bytes.
-func decodeRow(v gjson.Result) (r Row, ok bool) {
-	if !v.IsObject() {
-		return Row{}, false
-	}
-	v.ForEach(func(k, val gjson.Result) bool {
-		r.decodeField(k.Str, val)
+// decodeRow decodes one array element, which [jsonscan.Array] has validated. ok is false for a
+// malformed row: not an object, or without a positive integer pid. Fields of an unexpected type
+// read as absent but keep their bytes. raw is kept as given: the caller owns it.
+func decodeRow(raw []byte) (r Row, ok bool) {
+	isObj := jsonscan.Members(raw, func(k, v []byte) bool {
+		r.decodeField(string(k), v)
 		return true
 	})
-	r.raw = []byte(v.Raw)
-	return r, r.PID > 0
+	r.raw = raw
+	return r, isObj && r.PID > 0
 }
 
-func (r *Row) decodeField(key string, v gjson.Result) {
+func (r *Row) decodeField(key string, v []byte) {
 	switch key {
 	case "pid":
-		r.PID, _ = intOf(v)
+		if n, ok := jsonscan.Int(v); ok && n > 0 && n <= maxPID {
+			r.PID = int(n)
+		}
 	case "create_time":
 		r.CreateTime = floatPtr(v)
 	case "purpose":
-		r.Purpose = v.Str
+		r.Purpose, _ = jsonscan.String(v)
 	case "install":
-		r.Install = v.Str
+		r.Install, _ = jsonscan.String(v)
 	case "spawner_pid":
 		r.SpawnerPID = intPtr(v)
 	case "spawner_create":
 		r.SpawnerCreate = floatPtr(v)
 	case "registered_at":
-		r.RegisteredAt = v.Num
+		r.RegisteredAt, _ = jsonscan.Float(v)
 	case "argv":
-		r.Argv = v.Str
+		r.Argv, _ = jsonscan.String(v)
 	case "host":
-		r.Host = v.Str
+		r.Host, _ = jsonscan.String(v)
 	case "port":
 		r.Port = intPtr(v)
 	case "profile":
-		r.Profile = v.Str
+		r.Profile, _ = jsonscan.String(v)
 	case "hermes_home":
-		r.HermesHome = v.Str
+		r.HermesHome, _ = jsonscan.String(v)
 	case "isolated":
-		r.Isolated = v.Type == gjson.True
+		r.Isolated, _ = jsonscan.Bool(v)
 	case "boot_start":
 		r.BootStart = floatPtr(v)
 	case "spawner_boot":
 		r.SpawnerBoot = floatPtr(v)
 	case "boot_id":
-		if v.Type == gjson.String {
-			r.BootID = &v.Str
+		if s, ok := jsonscan.String(v); ok {
+			r.BootID = &s
 		}
 	default:
 		r.decodeCustodyField(key, v)
 	}
 }
 
-func (r *Row) decodeCustodyField(key string, v gjson.Result) {
+func (r *Row) decodeCustodyField(key string, v []byte) {
 	switch key {
 	case "start_ticks":
-		if v.Type == gjson.Number && v.Num >= 0 {
-			u := v.Uint()
-			r.StartTicks = &u
-		}
+		r.StartTicks = uintPtr(v)
 	case "spawner_start_ticks":
-		if v.Type == gjson.Number && v.Num >= 0 {
-			u := v.Uint()
-			r.SpawnerStartTicks = &u
-		}
+		r.SpawnerStartTicks = uintPtr(v)
 	case "pgid":
 		r.PGID = intPtr(v)
 	case "scope":
-		r.Scope = v.Str
+		r.Scope, _ = jsonscan.String(v)
 	case "reapable":
-		if v.IsBool() {
-			b := v.Bool()
+		if b, ok := jsonscan.Bool(v); ok {
 			r.Reapable = &b
 		}
 	case "generation":
@@ -173,36 +166,50 @@ func (r *Row) decodeCustodyField(key string, v gjson.Result) {
 	}
 }
 
-// intOf accepts a JSON number that is an integer; 12.0 is 12, 12.5 and "12" are not integers.
-func intOf(v gjson.Result) (int, bool) {
-	if v.Type != gjson.Number || v.Num != float64(int64(v.Num)) {
-		return 0, false
-	}
-	return int(v.Int()), true
-}
+// maxPID bounds PIDs: pid_t is 32-bit on every OS custody supports, and a larger value would
+// truncate to another process's PID (or to -1, every process) in a system call.
+const maxPID = 1<<31 - 1
 
-func intPtr(v gjson.Result) *int {
-	if n, ok := intOf(v); ok {
-		return &n
-	}
-	return nil
-}
-
-func floatPtr(v gjson.Result) *float64 {
-	if v.Type != gjson.Number {
+// intPtr accepts a JSON number that is an integer within pid_t's range; 12.0 is 12, 12.5 and
+// "12" are not integers.
+func intPtr(v []byte) *int {
+	n, ok := jsonscan.Int(v)
+	if !ok || n < -maxPID || n > maxPID {
 		return nil
 	}
-	f := v.Num
+	i := int(n)
+	return &i
+}
+
+func uintPtr(v []byte) *uint64 {
+	n, ok := jsonscan.Int(v)
+	if !ok || n < 0 {
+		return nil
+	}
+	u := uint64(n)
+	return &u
+}
+
+func floatPtr(v []byte) *float64 {
+	f, ok := jsonscan.Float(v)
+	if !ok {
+		return nil
+	}
 	return &f
 }
 
 // Reparse decodes one row from its JSON bytes (for example a row of `custody ps --json`).
 func Reparse(raw []byte) (Row, error) {
-	if !gjson.ValidBytes(raw) {
+	var r Row
+	var ok bool
+	err := jsonscan.Array(append(append([]byte("["), raw...), ']'), func(elem []byte) error {
+		r, ok = decodeRow(elem)
+		return nil
+	})
+	switch {
+	case err != nil:
 		return Row{}, fmt.Errorf("ledger: row is not valid JSON")
-	}
-	r, ok := decodeRow(gjson.ParseBytes(raw))
-	if !ok {
+	case !ok:
 		return Row{}, fmt.Errorf("ledger: row is not an object with a positive pid")
 	}
 	return r, nil

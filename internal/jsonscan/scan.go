@@ -1,0 +1,327 @@
+package jsonscan
+
+// maxDepth is encoding/json's maxNestingDepth: it rejects a document with more open arrays and
+// objects than this, and jsonscan must agree with it on what is valid.
+const maxDepth = 10000
+
+// scan validates the JSON value that starts at data[i] and returns the index just past it. When
+// the value is an array and fn is not nil, it calls fn with each element.
+//
+// It is a state machine with three states joined by goto: a value due, an object key due, and a
+// value just ended. Open containers are tracked in st rather than by recursion, so hostile
+// nesting costs no goroutine stack, and the common case, an object of scalars, loops in the
+// member state alone. Strings are searched through a window (see [window]).
+func scan(data []byte, i int, fn func([]byte) error) (int, error) {
+	var (
+		st    nest
+		w     = noWindow
+		err   error
+		j     int
+		ok    bool
+		elem  int // start of the current element of a top-level array
+		array = data[i] == '['
+	)
+value:
+	// A value is due at data[i].
+	if i >= len(data) {
+		return 0, errEOF(data)
+	}
+	if st.n == 1 {
+		elem = i
+	}
+	switch data[i] {
+	case '{':
+		if st.n >= maxDepth {
+			return 0, errAt(data, i, "beyond the maximum nesting depth")
+		}
+		if i = skipSpace(data, i+1); i < len(data) && data[i] == '}' {
+			i++
+			goto closing
+		}
+		st.push(true)
+		goto member
+	case '[':
+		if st.n >= maxDepth {
+			return 0, errAt(data, i, "beyond the maximum nesting depth")
+		}
+		if i = skipSpace(data, i+1); i < len(data) && data[i] == ']' {
+			i++
+			goto closing
+		}
+		st.push(false)
+		goto value
+	case '"':
+		if j, ok = w.find(i + 1); ok && j < len(data) && data[j] == '"' {
+			i = j + 1
+		} else if i, w, err = scanString(data, i+1, w); err != nil {
+			return 0, err
+		}
+	case 't', 'f', 'n':
+		if i, err = scanLiteral(data, i); err != nil {
+			return 0, err
+		}
+	default:
+		if i, err = scanNumber(data, i); err != nil {
+			return 0, err
+		}
+	}
+	goto closing
+
+member:
+	// An object key is due at data[i].
+	if i >= len(data) || data[i] != '"' {
+		return 0, errAt(data, i, "looking for beginning of object key string")
+	}
+	if j, ok = w.find(i + 1); ok && j < len(data) && data[j] == '"' {
+		i = j + 1
+	} else if i, w, err = scanString(data, i+1, w); err != nil {
+		return 0, err
+	}
+	if i < len(data) && data[i] == ':' {
+		i++
+	} else if i = skipSpace(data, i); i < len(data) && data[i] == ':' {
+		i++
+	} else {
+		return 0, errAt(data, i, "after object key")
+	}
+	if i = skipSpace(data, i); i >= len(data) {
+		return 0, errEOF(data)
+	}
+	switch data[i] {
+	case '"':
+		if j, ok = w.find(i + 1); ok && j < len(data) && data[j] == '"' {
+			i = j + 1
+		} else if i, w, err = scanString(data, i+1, w); err != nil {
+			return 0, err
+		}
+	case '{', '[':
+		goto value
+	case 't', 'f', 'n':
+		if i, err = scanLiteral(data, i); err != nil {
+			return 0, err
+		}
+	default:
+		if i, err = scanNumber(data, i); err != nil {
+			return 0, err
+		}
+	}
+	if i < len(data) && data[i] == ',' {
+		i = skipSpace(data, i+1)
+		goto member
+	}
+
+closing:
+	// A value ended just before data[i].
+	switch st.n {
+	case 0:
+		return i, nil
+	case 1:
+		if array && fn != nil {
+			if err = fn(data[elem:i]); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if i = skipSpace(data, i); i >= len(data) {
+		return 0, errEOF(data)
+	}
+	if data[i] == ',' {
+		i = skipSpace(data, i+1)
+		if st.top() {
+			goto member
+		}
+		goto value
+	}
+	if st.top() {
+		if data[i] != '}' {
+			return 0, errAt(data, i, "after object member value")
+		}
+	} else if data[i] != ']' {
+		return 0, errAt(data, i, "after array element")
+	}
+	st.pop()
+	i++
+	goto closing
+}
+
+// scanString validates the rest of a string whose opening quote is just before data[i], and
+// returns the index past its closing quote and the window it ended in.
+func scanString(data []byte, i int, w window) (int, window, error) {
+	var err error
+	for {
+		if i, w = w.next(data, i, 0); i >= len(data) {
+			return 0, w, errEOF(data)
+		}
+		if data[i] == '"' {
+			return i + 1, w, nil
+		}
+		if i, err = scanEscape(data, i); err != nil {
+			return 0, w, err
+		}
+	}
+}
+
+// scanEscape validates the escape sequence at data[i], or reports the control character there,
+// and returns the index past the sequence.
+func scanEscape(data []byte, i int) (int, error) {
+	if data[i] != '\\' {
+		return 0, errAt(data, i, "in string literal")
+	}
+	i++
+	if i >= len(data) {
+		return 0, errEOF(data)
+	}
+	switch data[i] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 1, nil
+	case 'u':
+		for k := 1; k <= 4; k++ {
+			if i+k >= len(data) {
+				return 0, errEOF(data)
+			}
+			if hexVal[data[i+k]] < 0 {
+				return 0, errAt(data, i+k, "in \\u hexadecimal character escape")
+			}
+		}
+		return i + 5, nil
+	}
+	return 0, errAt(data, i, "in string escape code")
+}
+
+// scanNumber validates the number at data[i] against RFC 8259's grammar,
+// -? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?, and returns the index past it.
+func scanNumber(data []byte, i int) (int, error) {
+	if data[i] == '-' {
+		i++
+		if i >= len(data) {
+			return 0, errEOF(data)
+		}
+	}
+	switch c := data[i]; {
+	case c == '0':
+		i++
+	case '1' <= c && c <= '9':
+		i = skipDigits(data, i+1)
+	default:
+		return 0, errAt(data, i, "looking for beginning of value")
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if i >= len(data) {
+			return 0, errEOF(data)
+		}
+		if !isDigit(data[i]) {
+			return 0, errAt(data, i, "after decimal point in numeric literal")
+		}
+		i = skipDigits(data, i+1)
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if i >= len(data) {
+			return 0, errEOF(data)
+		}
+		if !isDigit(data[i]) {
+			return 0, errAt(data, i, "in exponent of numeric literal")
+		}
+		i = skipDigits(data, i+1)
+	}
+	return i, nil
+}
+
+// scanLiteral validates the true, false or null that data[i] starts.
+func scanLiteral(data []byte, i int) (int, error) {
+	lit := "null"
+	switch data[i] {
+	case 't':
+		lit = "true"
+	case 'f':
+		lit = "false"
+	}
+	if len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit {
+		return i + len(lit), nil
+	}
+	for k := range len(lit) {
+		if i+k >= len(data) {
+			return 0, errEOF(data)
+		}
+		if data[i+k] != lit[k] {
+			return 0, errAt(data, i+k, "in literal "+lit)
+		}
+	}
+	panic("unreachable: the literal matched after all")
+}
+
+func isDigit(c byte) bool { return c-'0' < 10 }
+
+// spaceMask has bit c set for each JSON whitespace byte c; all are below 64.
+const spaceMask = 1<<' ' | 1<<'\t' | 1<<'\n' | 1<<'\r'
+
+// skipSpace returns the index of the first byte at or after data[i] that is not whitespace. No
+// space, or the one space of Python's ", " and ": ", is decided inline.
+func skipSpace(data []byte, i int) int {
+	if i < len(data) && data[i] == ' ' {
+		i++
+	}
+	if i < len(data) && data[i] <= ' ' {
+		return skipSpaceLoop(data, i)
+	}
+	return i
+}
+
+func skipSpaceLoop(data []byte, i int) int {
+	for i < len(data) && data[i] <= ' ' && spaceMask&(uint64(1)<<data[i]) != 0 {
+		i++
+	}
+	return i
+}
+
+// nest is the stack of open containers, one bit a level (1 for an object): the innermost 64
+// levels in a register, deeper ones spilled to a slice that only hostile input needs.
+type nest struct {
+	n     int
+	bits  uint64
+	spill []bool
+}
+
+func (s *nest) push(object bool) {
+	if s.n >= 64 {
+		s.spill = append(s.spill, s.bits>>63 != 0)
+	}
+	s.bits <<= 1
+	if object {
+		s.bits |= 1
+	}
+	s.n++
+}
+
+func (s *nest) pop() {
+	s.n--
+	s.bits >>= 1
+	if s.n >= 64 {
+		if s.spill[len(s.spill)-1] {
+			s.bits |= 1 << 63
+		}
+		s.spill = s.spill[:len(s.spill)-1]
+	}
+}
+
+// top reports whether the innermost open container is an object.
+func (s *nest) top() bool { return s.bits&1 != 0 }
+
+// hexVal is the value of each hexadecimal digit, and -1 for other bytes.
+var hexVal = func() (t [256]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = int8(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = int8(c - 'a' + 10)
+		t[c-'a'+'A'] = int8(c - 'a' + 10)
+	}
+	return t
+}()

@@ -6,9 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,10 +22,7 @@ func init() { testproc.Register("pidns-reuse", helperPIDNSReuse) }
 func TestPIDReuseReadsDead(t *testing.T) {
 	testproc.RequireRoot(t)
 	cmd := testproc.Helper(t, "pidns-reuse", filepath.Join(t.TempDir(), "spawn-ledger.json"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:   syscall.CLONE_NEWPID,
-		Unshareflags: syscall.CLONE_NEWNS, // Go makes the new mount namespace private
-	}
+	testproc.NewPIDNamespace(cmd)
 	p := testproc.Start(t, cmd)
 	f := p.Expect("result ", 30*time.Second)
 	if f[0] != "ok" {
@@ -42,7 +37,7 @@ func helperPIDNSReuse(args []string) int {
 		fmt.Printf("result "+format+"\n", a...)
 		return 0
 	}
-	if err := syscall.Mount("proc", "/proc", "proc", 0, ""); err != nil {
+	if err := testproc.MountProc(); err != nil {
 		return result("mount proc: %v", err)
 	}
 	l := ledger.Open(args[0])
@@ -58,23 +53,15 @@ func helperPIDNSReuse(args []string) int {
 	incA, _ := procid.Read(a.Process.Pid)
 	aIn.Close()
 	a.Wait()
-	// A PID recycled within A's start tick would be indistinguishable by start time (see procid);
-	// wait for the clock to pass it, polling the uptime.
-	for ticksNow() <= incA.Start {
-		time.Sleep(time.Millisecond)
+	b, err := testproc.ReusePID(incA.PID, incA.Start, func() (*exec.Cmd, error) {
+		b := exec.Command("cat")
+		b.Stdin = os.Stdin // this helper's lifeline
+		return b, b.Start()
+	})
+	if err != nil {
+		return result("reuse pid %d: %v", incA.PID, err)
 	}
-	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(incA.PID-1)), 0); err != nil {
-		return result("write ns_last_pid: %v", err)
-	}
-	b := exec.Command("cat")
-	bIn, _ := b.StdinPipe()
-	if err := b.Start(); err != nil {
-		return result("start B: %v", err)
-	}
-	defer func() { bIn.Close(); b.Wait() }()
-	if b.Process.Pid != incA.PID {
-		return result("B got pid %d, not A's %d", b.Process.Pid, incA.PID)
-	}
+	defer func() { b.Process.Kill(); b.Wait() }()
 	rows, err := l.Rows(context.Background())
 	if err != nil || len(rows) != 1 {
 		return result("rows %v: %v", rows, err)
@@ -87,10 +74,4 @@ func helperPIDNSReuse(args []string) int {
 		return result("query lists %d rows; want none", n)
 	}
 	return result("ok %d %v", incA.PID, state)
-}
-
-func ticksNow() uint64 {
-	b, _ := os.ReadFile("/proc/uptime")
-	up, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
-	return uint64(up * 100)
 }

@@ -27,7 +27,7 @@ func init() { testproc.Register("pidns-witness", helperPIDNSWitness) }
 func TestPIDReuseWitness(t *testing.T) {
 	testproc.RequireRoot(t)
 	cmd := testproc.Helper(t, "pidns-witness", filepath.Join(t.TempDir(), "spawn-ledger.json"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Unshareflags: syscall.CLONE_NEWNS}
+	testproc.NewPIDNamespace(cmd)
 	p := testproc.Start(t, cmd)
 	f := p.Expect("result ", 60*time.Second)
 	if f[0] != "ok" {
@@ -41,7 +41,7 @@ func helperPIDNSWitness(args []string) int {
 		fmt.Printf("result "+format+"\n", a...)
 		return 0
 	}
-	if err := syscall.Mount("proc", "/proc", "proc", 0, ""); err != nil {
+	if err := testproc.MountProc(); err != nil {
 		return result("mount proc: %v", err)
 	}
 	led := args[0]
@@ -64,17 +64,17 @@ func helperPIDNSWitness(args []string) int {
 		c.in.Close()
 		c.cmd.Wait()
 	}
-	for ticksNow() <= incA.Start { // a PID reused within A's start tick would be indistinguishable
-		time.Sleep(time.Millisecond)
+	// The stranger, leading a group whose id is A's.
+	b, err := testproc.ReusePID(incA.PID, incA.Start, func() (*exec.Cmd, error) {
+		b := exec.Command("cat")
+		b.Stdin = os.Stdin // this helper's lifeline
+		b.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return b, b.Start()
+	})
+	if err != nil {
+		return result("reuse pid %d: %v", incA.PID, err)
 	}
-	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(incA.PID-1)), 0); err != nil {
-		return result("write ns_last_pid: %v", err)
-	}
-	b, bIn := startCat(true) // the stranger, leading a group whose id is A's
-	defer func() { bIn.Close(); b.Wait() }()
-	if b.Process.Pid != incA.PID {
-		return result("stranger got pid %d, not %d", b.Process.Pid, incA.PID)
-	}
+	defer func() { b.Process.Kill(); b.Wait() }()
 	out, err := runCustody("--ledger", led, "stop", "--json", "--grace", "200ms", strconv.Itoa(incA.PID))
 	var outcomes []outcome
 	if jerr := json.Unmarshal(out, &outcomes); jerr != nil || len(outcomes) != 1 || outcomes[0].Outcome != "no-authority" {
@@ -107,10 +107,4 @@ func runCustody(args ...string) ([]byte, error) {
 	c.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=custody")
 	c.Stderr = os.Stderr
 	return c.Output()
-}
-
-func ticksNow() uint64 {
-	b, _ := os.ReadFile("/proc/uptime")
-	up, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
-	return uint64(up * 100)
 }

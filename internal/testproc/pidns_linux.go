@@ -1,0 +1,67 @@
+package testproc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// NewPIDNamespace makes cmd start as PID 1 of a new PID namespace, in a new mount namespace
+// (which Go makes private) so that the proc it mounts with [MountProc] stays inside.
+func NewPIDNamespace(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
+	cmd.SysProcAttr.Unshareflags |= syscall.CLONE_NEWNS
+}
+
+// MountProc mounts a proc of the caller's PID namespace on /proc.
+func MountProc() error {
+	return syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
+}
+
+// ReusePID starts processes with start until one receives pid, whose previous holder started at
+// clock tick prevStart, and returns it. It first waits for the clock to pass that tick (a PID
+// reused within its holder's start tick would be indistinguishable, see package procid), then
+// writes pid-1 to ns_last_pid before each start: a thread the Go runtime makes in between takes
+// the PID instead, so it retries, stopping each process that missed. The caller runs as root in
+// a PID namespace of its own.
+func ReusePID(pid int, prevStart uint64, start func() (*exec.Cmd, error)) (*exec.Cmd, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for bootTicks() <= prevStart {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the clock did not pass tick %d", prevStart)
+		}
+		time.Sleep(time.Millisecond) // polls the clock; synchronises with no process
+	}
+	for range 100 {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
+			return nil, err
+		}
+		c, err := start()
+		if err != nil {
+			return nil, err
+		}
+		if c.Process.Pid == pid {
+			return c, nil
+		}
+		c.Process.Kill()
+		c.Wait()
+	}
+	return nil, fmt.Errorf("no process received pid %d in 100 tries", pid)
+}
+
+// bootTicks is CLOCK_BOOTTIME in USER_HZ ticks (100 a second), the unit of a process's start.
+func bootTicks() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		panic(err)
+	}
+	return uint64(ts.Nano()) / 1e7
+}

@@ -35,8 +35,9 @@ within the grace.
 
 Standard input, output and error pass through untouched. In a terminal, the child's group is made
 the terminal's foreground group while it runs, so an interactive child (a shell, an editor) reads
-the terminal, and ^C reaches it directly; custody takes the terminal back after. A descendant that
-calls setsid or setpgid leaves the group and is not covered.
+the terminal, and ^C reaches it directly; custody takes the terminal back after. On Linux, ^Z
+stops the child and then custody, as the shell expects of its job, and fg continues both. A
+descendant that calls setsid or setpgid leaves the group and is not covered.
 
 EXIT STATUS
   N       the child's exit code
@@ -104,6 +105,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		tty.restore()
 		return err
 	}
+	tty.followStops(child.ID.PID, child.ID.PID)
 	for waiting := true; waiting; {
 		select {
 		case sig := <-sigs:

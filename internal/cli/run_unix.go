@@ -50,10 +50,14 @@ func foreground(cmd *exec.Cmd) *terminal {
 // restore makes custody's group the foreground group again. custody is then in the background, and
 // tcsetpgrp(3) from the background raises SIGTTOU, which would stop it: ignore it for the call.
 func (t *terminal) restore() {
-	if t == nil {
-		return
+	if t != nil {
+		t.handTo(t.pgrp)
 	}
+}
+
+// handTo makes pgrp the terminal's foreground group.
+func (t *terminal) handTo(pgrp int) {
 	signal.Ignore(unix.SIGTTOU)
 	defer signal.Reset(unix.SIGTTOU)
-	unix.IoctlSetPointerInt(t.fd, unix.TIOCSPGRP, t.pgrp)
+	unix.IoctlSetPointerInt(t.fd, unix.TIOCSPGRP, pgrp)
 }

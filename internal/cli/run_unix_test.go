@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
@@ -191,4 +192,71 @@ func atoi(s string) int {
 		panic(err)
 	}
 	return n
+}
+
+func init() { testproc.Register("jobshell", helperJobShell) }
+
+// helperJobShell plays a job-control shell on its controlling terminal: it runs its arguments (a
+// custody run) as a foreground job in a process group of its own, reports "stopped" when the job
+// stops and then continues it in the foreground like fg, and reports "exit N" at the end.
+func helperJobShell(args []string) int {
+	job := exec.Command(args[0], args[1:]...)
+	job.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=custody")
+	job.Stdin, job.Stdout, job.Stderr = os.Stdin, os.Stdout, os.Stderr
+	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+	if err := job.Start(); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	signal.Ignore(syscall.SIGTTOU) // the shell takes the terminal back from the background
+	pid := job.Process.Pid
+	for {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if ws.Stopped() {
+			unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
+			fmt.Println("shell: job stopped")
+			unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pid) // fg
+			syscall.Kill(-pid, syscall.SIGCONT)
+			continue
+		}
+		unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
+		fmt.Printf("shell: job exit %d\n", ws.ExitStatus())
+		return 0
+	}
+}
+
+// TestRunJobControl: under a job-control shell, ^Z stops the child and custody with it; fg
+// continues both, and the child reads the terminal again.
+func TestRunJobControl(t *testing.T) {
+	exe, _ := os.Executable()
+	cmd := testproc.Helper(t, "jobshell", exe, "--ledger", ledgerPath(t), "run", "--", "cat")
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		testproc.Skip(t, "no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close(); cmd.Process.Kill(); cmd.Wait() })
+	s := &screen{}
+	go io.Copy(s, ptmx)
+	ptmx.Write([]byte("one\n"))
+	s.waitForCount(t, "one", 2)
+	ptmx.Write([]byte{0x1a}) // ^Z
+	s.waitFor(t, "shell: job stopped")
+	ptmx.Write([]byte("two\n"))
+	s.waitForCount(t, "two", 2)
+	ptmx.Write([]byte{4}) // ^D
+	s.waitFor(t, "shell: job exit 0")
+}
+
+func (s *screen) waitForCount(t *testing.T, text string, n int) {
+	t.Helper()
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if c := s.count(text); c < n {
+			return fmt.Errorf("seen %d copies of %q, want %d", c, text, n)
+		}
+		return nil
+	})
 }

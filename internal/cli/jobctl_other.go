@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package cli
+
+// followStops is Linux-only: it needs waitid(WSTOPPED) alongside the child's reaper. Elsewhere a
+// child stopped by ^Z stays stopped until its group is sent SIGCONT.
+func (t *terminal) followStops(pid, pgid int) {}

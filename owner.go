@@ -44,6 +44,10 @@ type StartOptions struct {
 	Keep bool
 	// Generation, when non-nil, is recorded in the row (see [Slot]).
 	Generation *int
+	// SharedConsole is for an interactive child the user drives from the console: on Windows it
+	// stays in the owner's console process group and takes Ctrl+C (see
+	// [scope.PrepareSharedConsole]); elsewhere it changes nothing.
+	SharedConsole bool
 }
 
 func (o *Owner) init() error {
@@ -90,7 +94,11 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (c 
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, o.TagEnv+"="+t.String())
-	if err := scope.Prepare(cmd); err != nil {
+	prepare := scope.Prepare
+	if opts.SharedConsole {
+		prepare = scope.PrepareSharedConsole
+	}
+	if err := prepare(cmd); err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
 	if err := o.warm(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/procid"
 )
 
 func TestWindowsSignalsOnlyKill(t *testing.T) {
@@ -22,6 +23,11 @@ func TestWindowsSignalsOnlyKill(t *testing.T) {
 	mustIs(t, p.Signal(os.Interrupt), errors.ErrUnsupported)
 	c.assertAlive()
 	c.stop()
+	// An exited process is gone for every signal, so a stop, whose first signal is SIGTERM, says
+	// already-exited rather than going on to a kill.
+	err = p.Signal(os.Interrupt)
+	mustIs(t, err, procid.ErrGone)
+	mustNotIs(t, err, errors.ErrUnsupported)
 }
 
 func TestWindowsGroupsUnsupported(t *testing.T) {

@@ -152,10 +152,10 @@ func handleExited(h windows.Handle) (bool, error) {
 
 func (p *Process) pinned() bool { return true }
 
+// signal terminates the process for os.Kill. An exited process is reported gone whatever the
+// signal, before an unsupported one is refused: a stop's first signal is SIGTERM, and a refusal
+// would send it on to the kill, reporting a process that exited before the stop as exited after it.
 func (p *Process) signal(sig os.Signal) error {
-	if sig != os.Kill {
-		return fmt.Errorf("authority: signal pid %d with %v: %w", p.id.PID, sig, errors.ErrUnsupported)
-	}
 	p.sys.mu.RLock()
 	defer p.sys.mu.RUnlock()
 	if p.sys.h == 0 {
@@ -163,6 +163,9 @@ func (p *Process) signal(sig os.Signal) error {
 	}
 	if exited, _ := handleExited(p.sys.h); exited {
 		return p.errGone("signal")
+	}
+	if sig != os.Kill {
+		return fmt.Errorf("authority: signal pid %d with %v: %w", p.id.PID, sig, errors.ErrUnsupported)
 	}
 	if err := windows.TerminateProcess(p.sys.h, 1); err != nil {
 		if exited, _ := handleExited(p.sys.h); exited {

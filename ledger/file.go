@@ -36,7 +36,7 @@ type parsed struct {
 // readFile reads and parses the ledger. A missing file is an empty roster; a file that is not a
 // JSON array is a *CorruptError, never an empty roster.
 func readFile(path string) (parsed, []byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := readAll(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return parsed{}, nil, nil
 	}
@@ -119,7 +119,7 @@ func commitTemp(f *os.File, path string, data []byte) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write ledger: %w", err)
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := rename(f.Name(), path); err != nil {
 		return fmt.Errorf("write ledger: %w", err)
 	}
 	return nil

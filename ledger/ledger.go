@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,7 +116,7 @@ func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
 	if err := checkFile(l.path); err != nil {
 		return nil, err
 	}
-	p, _, err := readFile(l.path)
+	p, err := l.read(ctx)
 	if _, ok := errors.AsType[*CorruptError](err); ok {
 		rep, uerr := l.Update(ctx, nil, func(rows []Row) ([]Row, error) { return rows, nil })
 		if uerr != nil {
@@ -124,12 +125,28 @@ func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
 		if rep.Quarantined != nil {
 			return nil, rep.Quarantined
 		}
-		p, _, err = readFile(l.path) // another writer quarantined it meanwhile
+		p, err = l.read(ctx) // another writer quarantined it meanwhile
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	return p.rows, nil
+}
+
+// read reads the file as a reader: without the lock, or under the shared lock where the OS needs
+// it (see readersLock).
+func (l *Ledger) read(ctx context.Context) (parsed, error) {
+	if readersLock {
+		if _, err := os.Stat(l.path + ".lock"); err == nil {
+			unlock, err := lockAs(ctx, l.path+".lock", cmp.Or(l.LockTimeout, DefaultLockTimeout), true)
+			if err != nil {
+				return parsed{}, err
+			}
+			defer unlock()
+		}
+	}
+	p, _, err := readFile(l.path)
+	return p, err
 }
 
 // prune drops rows whose process is provably dead. Every row gets the cheap checks; ProveWindow

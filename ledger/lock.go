@@ -43,12 +43,21 @@ func IsLocked(err error) bool {
 // returns its undo. Polling rather than a blocking flock(2) lets the wait end: a blocked flock can
 // only be interrupted by a signal.
 func lock(ctx context.Context, path string, timeout time.Duration) (unlock func(), err error) {
+	return lockAs(ctx, path, timeout, false)
+}
+
+// lockAs is lock, shared when shared is true (readers on Windows, see readersLock).
+func lockAs(ctx context.Context, path string, timeout time.Duration, shared bool) (unlock func(), err error) {
 	fl := flock.New(path, flock.SetPermissions(0o600))
+	try := fl.TryLock
+	if shared {
+		try = fl.TryRLock
+	}
 	start := time.Now()
 	deadline := start.Add(timeout)
 	delay := 100 * time.Microsecond
 	for {
-		ok, err := fl.TryLock()
+		ok, err := try()
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}

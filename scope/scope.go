@@ -74,11 +74,20 @@ type Scope struct {
 // CREATE_NEW_PROCESS_GROUP keeps the owner's console Ctrl+C from reaching the child directly (the
 // child starts with Ctrl+C ignored; CTRL_BREAK_EVENT still reaches its console group): the owner
 // decides what stops its children.
-func Prepare(cmd *exec.Cmd) error {
+func Prepare(cmd *exec.Cmd) error { return prepareCmd(cmd, false) }
+
+// PrepareSharedConsole is [Prepare] for an interactive child that the user drives from the
+// console, as custody run starts one. On Windows the child stays in the caller's console process
+// group, taking Ctrl+C as the caller does (a new group would start it with Ctrl+C ignored, and its
+// descendants with it), and is still put in a job of its own. Elsewhere it is Prepare: a Unix
+// terminal's ^C reaches the foreground process group, which custody run makes the child's.
+func PrepareSharedConsole(cmd *exec.Cmd) error { return prepareCmd(cmd, true) }
+
+func prepareCmd(cmd *exec.Cmd, sharedConsole bool) error {
 	if cmd.Process != nil {
 		return fmt.Errorf("scope: prepare %s: %w", cmd.Path, errStarted)
 	}
-	return prepare(cmd)
+	return prepare(cmd, sharedConsole)
 }
 
 // Attach takes custody of the scope of cmd's child. Call it right after a successful cmd.Start

@@ -23,7 +23,7 @@ func unsupported(op string) error {
 	return fmt.Errorf("scope: %s on %s: %w", op, runtime.GOOS, errors.ErrUnsupported)
 }
 
-func prepare(*exec.Cmd) error { return unsupported("prepare") }
+func prepare(*exec.Cmd, bool) error { return unsupported("prepare") }
 
 func attach(*exec.Cmd) (*Scope, error) { return nil, unsupported("attach") }
 

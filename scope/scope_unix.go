@@ -30,7 +30,7 @@ type sysScope struct {
 	group authority.Group
 }
 
-func prepare(cmd *exec.Cmd) error {
+func prepare(cmd *exec.Cmd, _ bool) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

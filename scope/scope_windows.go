@@ -32,11 +32,14 @@ type sysScope struct {
 	job windows.Handle // 0 after Close: a closed handle's value can be reissued to another object
 }
 
-func prepare(cmd *exec.Cmd) error {
+func prepare(cmd *exec.Cmd, sharedConsole bool) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.CreationFlags |= windows.CREATE_SUSPENDED | windows.CREATE_NEW_PROCESS_GROUP
+	cmd.SysProcAttr.CreationFlags |= windows.CREATE_SUSPENDED
+	if !sharedConsole { // see PrepareSharedConsole
+		cmd.SysProcAttr.CreationFlags |= windows.CREATE_NEW_PROCESS_GROUP
+	}
 	return nil
 }
 
@@ -91,10 +94,11 @@ func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
 
 func (s *Scope) pgid() int { return 0 }
 
+// signal terminates the job for os.Kill. An empty job is reported gone whatever the signal: a
+// stop's first signal on Windows is SIGTERM, refused as unsupported, and a refusal there would
+// send the stop on to the kill, which would then report a child that had exited before the stop
+// as exited after it (forced), not as already-exited.
 func (s *Scope) signal(sig os.Signal) error {
-	if sig != os.Kill {
-		return fmt.Errorf("scope: signal %v with %v: %w", s, sig, errors.ErrUnsupported)
-	}
 	s.sys.mu.RLock()
 	defer s.sys.mu.RUnlock()
 	if s.sys.job == 0 {
@@ -106,6 +110,8 @@ func (s *Scope) signal(sig os.Signal) error {
 		return fmt.Errorf("scope: signal %v: %w", s, err)
 	case n == 0:
 		return fmt.Errorf("scope: signal %v: no process left: %w", s, procid.ErrGone)
+	case sig != os.Kill:
+		return fmt.Errorf("scope: signal %v with %v: %w", s, sig, errors.ErrUnsupported)
 	}
 	if err := windows.TerminateJobObject(s.sys.job, 1); err != nil {
 		// ERROR_ACCESS_DENIED satisfies errors.Is(err, os.ErrPermission).

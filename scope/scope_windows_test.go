@@ -3,6 +3,8 @@ package scope_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +24,16 @@ var (
 	procSuspendThread        = kernel32.NewProc("SuspendThread")
 	procGetHandleInformation = kernel32.NewProc("GetHandleInformation")
 )
+
+func init() {
+	// console reports whether it ignores the console's Ctrl+C (ConsoleFlags bit 0), then blocks on
+	// its lifeline.
+	testproc.Register("console", func([]string) int {
+		fmt.Println("ctrl-c-ignored", windows.RtlGetCurrentPeb().ProcessParameters.ConsoleFlags&1 != 0)
+		io.Copy(io.Discard, os.Stdin)
+		return 0
+	})
+}
 
 // detach is Unix's setsid; no test asks for it on Windows.
 func detach(*exec.Cmd) { panic("detach on windows") }
@@ -100,6 +112,7 @@ func TestJobContainsTree(t *testing.T) {
 		t.Fatalf("Empty() = %v, %v after TerminateJobObject", empty, err)
 	}
 	mustIs(t, s.Signal(os.Kill), procid.ErrGone)
+	mustIs(t, s.Signal(os.Interrupt), procid.ErrGone) // gone first: a stop's SIGTERM sees it
 	if err := p.Wait(); err == nil || p.ProcessState.ExitCode() != 1 {
 		t.Fatalf("child ended with %v, want exit code 1 from TerminateJobObject", p.ProcessState)
 	}
@@ -250,4 +263,40 @@ func tempFile(t *testing.T, name string) string {
 		}
 	})
 	return path
+}
+
+// By default a child starts in a new console process group, ignoring Ctrl+C: the owner decides
+// what stops it. PrepareSharedConsole keeps it in the caller's group, taking Ctrl+C, and in its
+// own job.
+func TestShareConsole(t *testing.T) {
+	for _, share := range []bool{false, true} {
+		cmd := testproc.Helper(t, "console")
+		prepare := scope.Prepare
+		if share {
+			prepare = scope.PrepareSharedConsole
+		}
+		if err := prepare(cmd); err != nil {
+			t.Fatal(err)
+		}
+		flags := cmd.SysProcAttr.CreationFlags
+		if flags&windows.CREATE_SUSPENDED == 0 || (flags&windows.CREATE_NEW_PROCESS_GROUP == 0) != share {
+			t.Fatalf("ShareConsole %v: CreationFlags %#x", share, flags)
+		}
+		p := testproc.Start(t, cmd)
+		s, err := scope.Attach(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cleanupScope(s) })
+		if f := p.Expect("ctrl-c-ignored ", 30*time.Second); len(f) != 1 || f[0] != fmt.Sprint(!share) {
+			t.Errorf("ShareConsole %v: the child reports ctrl-c-ignored %v", share, f)
+		}
+		if !inJob(t, openProven(t, s.Leader()), scope.JobHandle(s)) {
+			t.Errorf("ShareConsole %v: the child is not in its job", share)
+		}
+		p.Stdin().Close()
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -68,10 +69,14 @@ func TestStringThreeDecimals(t *testing.T) {
 }
 
 func TestInstall(t *testing.T) {
-	sum := sha256.Sum256([]byte("/opt/myapp"))
+	root, lower := "/OPT/MyApp", "/opt/myapp"
+	if runtime.GOOS == "windows" { // an absolute path there has a drive
+		root, lower = `C:\OPT\MyApp`, `c:\opt\myapp`
+	}
+	sum := sha256.Sum256([]byte(lower))
 	want := hex.EncodeToString(sum[:])[:12]
-	if got := Install("/OPT/MyApp"); got != want {
-		t.Errorf("Install(/OPT/MyApp) = %q, want %q", got, want)
+	if got := Install(root); got != want {
+		t.Errorf("Install(%s) = %q, want %q", root, got, want)
 	}
 	if got := Install(""); len(got) != 12 || strings.Trim(got, "0123456789abcdef") != "" {
 		t.Errorf("Install(\"\") = %q, want 12 hex digits", got)

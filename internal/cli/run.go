@@ -39,6 +39,9 @@ the terminal, and ^C reaches it directly; custody takes the terminal back after.
 stops the child and then custody, as the shell expects of its job, and fg continues both. A
 descendant that calls setsid or setpgid leaves the group and is not covered.
 
+On Windows the scope is a job object that dies with custody, and the console's ^C reaches the
+child directly (it shares custody's console process group); there are no signals to forward.
+
 EXIT STATUS
   N       the child's exit code
   128+N   the child was killed by signal N
@@ -100,7 +103,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		signal.Notify(sigs, forwarded...)
 		defer signal.Stop(sigs)
 	}
-	child, err := owner.Start(ctx, cmd, custody.StartOptions{Purpose: o.purpose, Keep: o.keep})
+	child, err := owner.Start(ctx, cmd, custody.StartOptions{Purpose: o.purpose, Keep: o.keep, SharedConsole: true})
 	if err != nil {
 		tty.restore()
 		return err

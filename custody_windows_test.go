@@ -1,0 +1,511 @@
+package custody_test
+
+// The owned start on Windows, against real processes under a real job object: the test binary
+// re-executes itself as the helpers below. API facts the assertions rest on:
+//
+//	TerminateJobObject(job, 1)   every process in the job exits with code 1; Windows has no
+//	                             SIGTERM, so a stop is always forced
+//	closing the last job handle  KILL_ON_JOB_CLOSE: the kernel kills the job, also when the handle
+//	                             closes because its owner was terminated
+//	GetProcessTimes              creation and exit FILETIMEs at clock-tick resolution, readable
+//	                             through a handle after the exit: the kernel's own record of order
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/windows"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/stop"
+	"github.com/custody-dev/custody/tag"
+)
+
+func TestMain(m *testing.M) {
+	custody.Init()
+	testproc.Register("worker", helperWorker)
+	testproc.Register("owner", helperOwner)
+	testproc.Main(m)
+}
+
+// helperWorker is an owned child. It prints "tag <spawn tag>", then "ready <pid> <start>" for
+// itself and, with -grandchild, for a worker it starts first (born into its job). With -exit N it
+// exits with N after that; otherwise it blocks on stdin, its lifeline, which its grandchild
+// shares.
+func helperWorker(args []string) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	grandchild := fs.Bool("grandchild", false, "start a worker below this one")
+	exit := fs.Int("exit", -1, "exit with this code once ready")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	self, err := procid.Self()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	report := fmt.Sprintf("ready %d %d", self.PID, self.Start)
+	var g *exec.Cmd
+	if *grandchild {
+		var line string
+		if g, line, err = startWorker(exec.Command(os.Args[0])); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			return 1
+		}
+		report += " " + line
+	}
+	fmt.Println("tag", os.Getenv(tag.DefaultEnv))
+	fmt.Println(report)
+	if *exit >= 0 {
+		return *exit
+	}
+	io.Copy(io.Discard, os.Stdin)
+	if g != nil {
+		g.Wait()
+	}
+	return 0
+}
+
+// startWorker starts cmd, a worker sharing this process's stdin and stderr (the helper variable
+// is inherited), and returns what follows "ready " on its ready line.
+func startWorker(cmd *exec.Cmd) (*exec.Cmd, string, error) {
+	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
+			return cmd, rest, nil
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	return nil, "", fmt.Errorf("worker %v said no ready line: %v", cmd.Args, sc.Err())
+}
+
+// helperOwner owns a worker with a grandchild through a [custody.Owner] recording in the ledger
+// args[0], prints the worker's "ready" line (the worker's and grandchild's incarnations), then
+// blocks on stdin. The worker's lifeline is this helper's stdin, the test's pipe, which outlives
+// this helper: only the job can end the worker when the test kills this helper.
+func helperOwner(args []string) int {
+	o := &custody.Owner{Ledger: ledger.Open(args[0])}
+	cmd := exec.Command(os.Args[0], "-grandchild")
+	cmd.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=worker")
+	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "owner:", err)
+		return 1
+	}
+	if _, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"}); err != nil {
+		fmt.Fprintln(os.Stderr, "owner:", err)
+		return 1
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "ready ") {
+			fmt.Println(sc.Text())
+			break
+		}
+	}
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// tempDir makes a directory and removes it, and what is in it, at cleanup. It avoids t.TempDir,
+// whose RemoveAll fails under Wine 8 with Go 1.26 ("unlinkat: Invalid function"); a failure to
+// remove is logged, never fatal.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "custody-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeTree(t, dir) })
+	return dir
+}
+
+func removeTree(t *testing.T, dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			removeTree(t, p)
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Logf("cleanup: %v", err)
+	}
+}
+
+// newOwner returns an owner recording in a ledger of its own and stamping the default tag
+// variable, whatever CUSTODY_TAG_ENV says.
+func newOwner(t *testing.T) *custody.Owner {
+	led := ledger.Open(filepath.Join(tempDir(t), "spawn-ledger.json"))
+	return &custody.Owner{Ledger: led, TagEnv: tag.DefaultEnv}
+}
+
+// worker is a started worker: its stdout lines, and its stdin (the lifeline) held by the test.
+type worker struct {
+	lines <-chan string
+	stdin io.Closer
+}
+
+// workerCmd returns an unstarted worker whose stdout the returned worker reads once started.
+// Cleanup closes its lifeline.
+func workerCmd(t *testing.T, args ...string) (*exec.Cmd, *worker) {
+	t.Helper()
+	cmd := testproc.Helper(t, "worker", args...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	lines := make(chan string, 16)
+	w := &worker{lines: lines, stdin: in}
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return cmd, w
+}
+
+// owned starts cmd through o. Cleanup stops the child, if a test left it running.
+func owned(t *testing.T, o *custody.Owner, cmd *exec.Cmd, opts custody.StartOptions) *custody.Child {
+	t.Helper()
+	c, err := o.Start(context.Background(), cmd, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupChild(t, c) })
+	return c
+}
+
+// cleanupChild stops what a test left of c. A released child has nothing left: its stop finds
+// its job closed.
+func cleanupChild(t *testing.T, c *custody.Child) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	select {
+	case <-c.Done():
+		if err := c.Release(ctx); err == nil {
+			return
+		}
+	default:
+	}
+	if res := c.Stop(ctx, stop.Options{}); !res.OK() {
+		t.Logf("cleanup: stop pid %d: %+v", c.ID.PID, res)
+	}
+}
+
+// expect returns the fields after prefix on the next line that has it.
+func (w *worker) expect(t *testing.T, prefix string) []string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-w.lines:
+			if !ok {
+				t.Fatalf("worker's stdout closed while waiting for %q", prefix)
+			}
+			if rest, ok := strings.CutPrefix(l, prefix); ok {
+				return strings.Fields(rest)
+			}
+			t.Logf("worker: %s", l)
+		case <-timeout:
+			t.Fatalf("no %q line from the worker within 30s", prefix)
+		}
+	}
+}
+
+// ready reads a worker's tag line and its ready line: the incarnations it reports, its own first.
+func (w *worker) ready(t *testing.T) (string, []procid.ID) {
+	t.Helper()
+	tg := strings.Join(w.expect(t, "tag"), "")
+	return tg, parseIDs(t, w.expect(t, "ready "))
+}
+
+func parseIDs(t *testing.T, f []string) []procid.ID {
+	t.Helper()
+	if len(f) == 0 || len(f)%2 != 0 {
+		t.Fatalf("ready line %q: want pairs of pid and start", f)
+	}
+	var ids []procid.ID
+	for i := 0; i < len(f); i += 2 {
+		pid, err1 := strconv.Atoi(f[i])
+		start, err2 := strconv.ParseUint(f[i+1], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatalf("ready line %q: %v", f, err)
+		}
+		ids = append(ids, procid.ID{PID: pid, Start: start})
+	}
+	return ids
+}
+
+// gone reports, with a nil error, that the incarnation id has exited: procid reads its PID as
+// gone, or as a later process that reused it.
+func gone(id procid.ID) error {
+	err := id.Verify()
+	if errors.Is(err, procid.ErrGone) || errors.Is(err, procid.ErrReused) {
+		return nil
+	}
+	if err == nil {
+		return fmt.Errorf("%v still runs", id)
+	}
+	return fmt.Errorf("%v: %w", id, err)
+}
+
+func mustRows(t *testing.T, o *custody.Owner, n int) []ledger.Row {
+	t.Helper()
+	rows, err := o.Ledger.Rows(context.Background())
+	if err != nil || len(rows) != n {
+		t.Fatalf("ledger rows %+v, %v; want %d", rows, err, n)
+	}
+	return rows
+}
+
+// TestStartStop: a child started through an Owner runs in a job with its grandchild, carries the
+// spawn tag, is recorded with scope "job" and its exact start, and a stop kills its whole job
+// (forced: Windows has no SIGTERM) and drops its row.
+func TestStartStop(t *testing.T) {
+	o := newOwner(t)
+	cmd, w := workerCmd(t, "-grandchild")
+	c := owned(t, o, cmd, custody.StartOptions{Purpose: "gateway"})
+	tagValue, ids := w.ready(t)
+	child, grand := ids[0], ids[1]
+	if c.ID != child {
+		t.Fatalf("Child.ID = %v, the child reports %v", c.ID, child)
+	}
+	self, err := procid.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tg, err := tag.Parse(tagValue)
+	if err != nil {
+		t.Fatalf("the child's %s = %q: %v", tag.DefaultEnv, tagValue, err)
+	}
+	if tg.Purpose != "gateway" || tg.SpawnerPID != self.PID || tg.Install != o.Install ||
+		tg.SpawnerCreate == nil || math.Abs(*tg.SpawnerCreate-self.CreateTime) > 0.001 {
+		t.Errorf("the child's tag %+v; want purpose gateway, spawner %d created %.3f, install %s",
+			tg, self.PID, self.CreateTime, o.Install)
+	}
+
+	r := mustRows(t, o, 1)[0]
+	if r.PID != child.PID || r.Scope != "job" || r.PGID != nil || r.StartTicks == nil || *r.StartTicks != child.Start ||
+		r.Purpose != "gateway" || r.Install != o.Install || r.Reapable == nil || !*r.Reapable || r.Generation != nil ||
+		r.Owner == nil || *r.Owner != self.PID || r.SpawnerPID == nil || *r.SpawnerPID != self.PID {
+		t.Errorf("row %+v", r)
+	}
+	if state, proof := r.Record().Check(true); state != procid.Alive || proof != procid.ExactProof {
+		t.Errorf("the row's record checks %v, %v; want alive by exact proof", state, proof)
+	}
+	if err := grand.Verify(); err != nil {
+		t.Fatalf("grandchild: %v", err)
+	}
+
+	res := c.Stop(context.Background(), stop.Options{Grace: time.Second})
+	if res.Outcome != stop.Exited || !res.Forced || res.PID != child.PID || res.Reason != "" {
+		t.Errorf("stop = %+v; want exited, forced", res)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("Stop returned before the child was reaped")
+	}
+	if err := c.Wait(); c.Cmd.ProcessState == nil || c.Cmd.ProcessState.ExitCode() != 1 {
+		t.Errorf("the child ended with %v; want exit code 1 from TerminateJobObject", err)
+	}
+	// Stop reports exited only once the job is empty: no polling here.
+	for _, id := range ids {
+		if err := gone(id); err != nil {
+			t.Errorf("after the stop: %v", err)
+		}
+	}
+	mustRows(t, o, 0)
+}
+
+// TestStopExited: a child that exited by itself is stopped without a signal, and released.
+func TestStopExited(t *testing.T) {
+	o := newOwner(t)
+	cmd, _ := workerCmd(t, "-exit", "3")
+	c := owned(t, o, cmd, custody.StartOptions{})
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker did not exit")
+	}
+	if err := c.Wait(); c.Cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("the worker ended with %v; want exit code 3", err)
+	}
+	res := c.Stop(context.Background(), stop.Options{})
+	if res.Outcome != stop.AlreadyExited || res.Forced {
+		t.Errorf("stop of an exited child = %+v; want already-exited, not forced", res)
+	}
+	mustRows(t, o, 0)
+}
+
+// TestOwnerKilled: three generations. The test terminates the owner (TerminateProcess, which
+// runs none of its code); the kernel closes its job handle, and the worker and grandchild die
+// with it though their lifeline, the test's pipe, stays open.
+func TestOwnerKilled(t *testing.T) {
+	led := filepath.Join(tempDir(t), "spawn-ledger.json")
+	cmd := testproc.Helper(t, "owner", led)
+	cmd.WaitDelay = 10 * time.Second // a surviving worker would hold the owner's stderr open
+	owner := testproc.Start(t, cmd)
+	ids := parseIDs(t, owner.Expect("ready ", 30*time.Second))
+	for _, id := range ids {
+		if err := id.Verify(); err != nil {
+			t.Fatalf("before the owner's death: %v", err)
+		}
+	}
+	rows, err := ledger.Open(led).Rows(context.Background())
+	if err != nil || len(rows) != 1 || rows[0].PID != ids[0].PID || rows[0].Scope != "job" ||
+		rows[0].Owner == nil || *rows[0].Owner != owner.Process.Pid {
+		t.Fatalf("the owner's ledger: %+v, %v", rows, err)
+	}
+
+	if err := owner.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	owner.Wait()
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		for _, id := range ids {
+			if err := gone(id); err != nil {
+				return fmt.Errorf("after the owner's death: %w", err)
+			}
+		}
+		return nil
+	})
+	// The owner's row is the orphan set now, and provably dead.
+	if state, _ := rows[0].Record().Check(true); state != procid.Dead {
+		t.Errorf("the dead owner's row checks %v, want dead", state)
+	}
+}
+
+// TestSlotReplace: each Replace stops the running generation, its whole job, before the next one
+// starts. The kernel's own clock shows it: generation 2 was created no earlier than generation 1
+// and its grandchild exited.
+func TestSlotReplace(t *testing.T) {
+	o := newOwner(t)
+	slot := &custody.Slot{Owner: o, Purpose: "serve"}
+	ctx := context.Background()
+
+	cmd1, w1 := workerCmd(t, "-grandchild")
+	g1, err := slot.Replace(ctx, cmd1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupChild(t, g1) })
+	_, ids1 := w1.ready(t)
+	if r := mustRows(t, o, 1)[0]; r.PID != g1.ID.PID || r.Generation == nil || *r.Generation != 1 {
+		t.Fatalf("generation 1's row %+v", r)
+	}
+	handles := make([]windows.Handle, len(ids1))
+	for i, id := range ids1 {
+		handles[i] = openProven(t, id)
+	}
+
+	cmd2, w2 := workerCmd(t)
+	g2, err := slot.Replace(ctx, cmd2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupChild(t, g2) })
+	select {
+	case <-g1.Done():
+	default:
+		t.Fatal("generation 1 was not reaped when Replace returned")
+	}
+	for _, id := range ids1 {
+		if err := gone(id); err != nil {
+			t.Errorf("generation 1 when Replace returned: %v", err)
+		}
+	}
+	for i, h := range handles {
+		if exit := exitTime(t, h); g2.ID.Start < exit {
+			t.Errorf("generation 2 created at %d, before %v of generation 1 exited at %d", g2.ID.Start, ids1[i], exit)
+		}
+	}
+	_, ids2 := w2.ready(t)
+	if ids2[0] != g2.ID {
+		t.Fatalf("generation 2 reports %v, Child.ID is %v", ids2[0], g2.ID)
+	}
+	if cur, n := slot.Current(); cur != g2 || n != 2 {
+		t.Errorf("Current() = %p, %d; want generation 2 (%p)", cur, n, g2)
+	}
+	if r := mustRows(t, o, 1)[0]; r.PID != g2.ID.PID || r.Generation == nil || *r.Generation != 2 {
+		t.Errorf("after Replace, row %+v; want generation 2's only", r)
+	}
+	if res := g2.Stop(ctx, stop.Options{}); res.Outcome != stop.Exited {
+		t.Errorf("stop of generation 2 = %+v", res)
+	}
+	mustRows(t, o, 0)
+}
+
+// openProven opens a process the test did not start, proves it is id, and keeps it open (and so
+// its exit time readable) until cleanup.
+func openProven(t *testing.T, id procid.ID) windows.Handle {
+	t.Helper()
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(id.PID))
+	if err != nil {
+		t.Fatalf("OpenProcess(%d): %v", id.PID, err)
+	}
+	t.Cleanup(func() { windows.CloseHandle(h) })
+	created, _ := processTimes(t, h)
+	if created != id.Start {
+		t.Fatalf("pid %d created at %d, reported %v", id.PID, created, id)
+	}
+	return h
+}
+
+// exitTime returns the exit FILETIME of the exited process h.
+func exitTime(t *testing.T, h windows.Handle) uint64 {
+	t.Helper()
+	_, exit := processTimes(t, h)
+	if exit == 0 {
+		t.Fatal("GetProcessTimes reports no exit time")
+	}
+	return exit
+}
+
+func processTimes(t *testing.T, h windows.Handle) (created, exit uint64) {
+	t.Helper()
+	var c, e, kernel, user windows.Filetime
+	if err := windows.GetProcessTimes(h, &c, &e, &kernel, &user); err != nil {
+		t.Fatalf("GetProcessTimes: %v", err)
+	}
+	return uint64(c.HighDateTime)<<32 | uint64(c.LowDateTime), uint64(e.HighDateTime)<<32 | uint64(e.LowDateTime)
+}

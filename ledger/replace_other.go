@@ -1,0 +1,13 @@
+//go:build !windows
+
+package ledger
+
+import "os"
+
+// readersLock says whether readers take the lock, shared, before they read: on POSIX a rename
+// replaces a file that readers hold open, so they need none.
+const readersLock = false
+
+func rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+
+func readAll(path string) ([]byte, error) { return os.ReadFile(path) }

@@ -51,7 +51,9 @@ func parse(path string, data []byte) (parsed, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return parsed{}, &CorruptError{Path: path, Reason: "empty file"}
 	}
-	var p parsed
+	// Rows run to 300-500 bytes; reserving for one in 400 saves most of the slice's doublings,
+	// whose fresh pages cost a fault each (15 µs on some virtual machines).
+	p := parsed{rows: make([]Row, 0, len(data)/400+1)}
 	err := jsonscan.Array(data, func(elem []byte) error {
 		if r, ok := decodeRow(elem); ok {
 			p.rows = append(p.rows, r)

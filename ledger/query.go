@@ -8,7 +8,7 @@ import (
 
 // Entry is a row with its liveness judged at the time of the query.
 type Entry struct {
-	Row
+	*Row
 	State        procid.State
 	Proof        procid.Proof
 	SpawnerState string // alive, dead, unknown, or unrecorded
@@ -48,7 +48,8 @@ func Judge(rows []Row, q Query) []Entry {
 	j := judge{reads: procid.ReadMany(pids)}
 	j.boot, j.bootErr = procid.BootID()
 	out := make([]Entry, 0, len(rows))
-	for _, r := range rows {
+	for i := range rows {
+		r := &rows[i]
 		if q.Install != "" && r.Install != q.Install {
 			continue
 		}
@@ -57,7 +58,7 @@ func Judge(rows []Row, q Query) []Entry {
 		if e.State == procid.Dead || (q.Verified && e.Proof == procid.NoProof) {
 			continue
 		}
-		e.SpawnerState = j.spawner(r)
+		e.SpawnerState = j.spawner(*r)
 		out = append(out, e)
 	}
 	return out

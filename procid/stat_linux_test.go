@@ -3,13 +3,10 @@ package procid
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/custody-dev/custody/internal/testproc"
 )
 
 // TestParseStat reads real and hand-made /proc/PID/stat lines whose command names hold spaces,
@@ -78,22 +75,6 @@ func BenchmarkRead(b *testing.B) {
 	for b.Loop() {
 		if _, err := Read(pid); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// TestPresence: the snapshot lists this process and a child, and a reaped child is absent.
-func TestPresence(t *testing.T) {
-	gone := testproc.Start(t, exec.Command("true"))
-	gone.Wait()
-	live := testproc.Start(t, exec.Command("cat"))
-	p := NewPresence()
-	if len(p.listed) < 3 {
-		t.Fatalf("snapshot lists %d pids", len(p.listed))
-	}
-	for pid, want := range map[int]bool{os.Getpid(): true, live.Process.Pid: true, gone.Process.Pid: false, 0: false, -4: false} {
-		if got := p.Exists(pid); got != want {
-			t.Errorf("Exists(%d) = %v, want %v", pid, got, want)
 		}
 	}
 }

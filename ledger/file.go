@@ -1,13 +1,16 @@
 package ledger
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/custody-dev/custody/internal/jsonscan"
 )
@@ -33,21 +36,22 @@ type parsed struct {
 	malformed int // elements that are not rows; dropped at the next write
 }
 
-// readFile reads and parses the ledger. A missing file is an empty roster; a file that is not a
-// JSON array is a *CorruptError, never an empty roster.
-func readFile(path string) (parsed, []byte, error) {
-	data, err := readAll(path)
+// readFile reads and parses the ledger, decoding every field when full is true and only the
+// identity fields otherwise. A missing file is an empty roster; a file that is not a JSON array is
+// a *CorruptError, never an empty roster.
+func readFile(path string, full bool, buf []byte) (parsed, []byte, error) {
+	data, err := readAll(path, buf)
 	if errors.Is(err, fs.ErrNotExist) {
 		return parsed{}, nil, nil
 	}
 	if err != nil {
 		return parsed{}, nil, fmt.Errorf("read ledger: %w", err)
 	}
-	p, err := parse(path, data)
+	p, err := parse(path, data, full)
 	return p, data, err
 }
 
-func parse(path string, data []byte) (parsed, error) {
+func parse(path string, data []byte, full bool) (parsed, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return parsed{}, &CorruptError{Path: path, Reason: "empty file"}
 	}
@@ -55,7 +59,7 @@ func parse(path string, data []byte) (parsed, error) {
 	// whose fresh pages cost a fault each (15 µs on some virtual machines).
 	p := parsed{rows: make([]Row, 0, len(data)/400+1)}
 	err := jsonscan.Array(data, func(elem []byte) error {
-		if r, ok := decodeRow(elem); ok {
+		if r, ok := decodeRow(elem, full); ok {
 			p.rows = append(p.rows, r)
 		} else {
 			p.malformed++
@@ -71,15 +75,48 @@ func parse(path string, data []byte) (parsed, error) {
 	return p, nil
 }
 
-// encode renders rows as the ledger's JSON array, one row a line, each row's bytes as kept.
-func encode(rows []Row) ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(len(rows)*512 + 4)
+// readInto reads the whole file at path into buf, growing it when too small, and returns the
+// bytes read.
+func readInto(path string, buf []byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && int(fi.Size())+512 > cap(buf) {
+		buf = make([]byte, 0, fi.Size()+512) // room for a writer that grew it since
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readBufs holds the write path's read buffers: a write reads the whole ledger, and fresh pages
+// for half a megabyte per write cost more than the parse on machines with slow page faults. A
+// buffer lives as long as its transaction, whose rows alias it.
+var readBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// encode writes rows as the ledger's JSON array, one row a line, each row's bytes as kept. It
+// streams through a small buffer: a whole 1,000-row document would be half a megabyte of fresh
+// heap per write, and on some virtual machines each fresh page costs a 15 µs fault.
+func encode(w io.Writer, rows []Row) error {
+	b := bufio.NewWriterSize(w, 64<<10)
 	b.WriteString("[")
 	for i, r := range rows {
 		raw, err := r.Raw()
 		if err != nil {
-			return nil, fmt.Errorf("encode row for pid %d: %w", r.PID, err)
+			return fmt.Errorf("encode row for pid %d: %w", r.PID, err)
 		}
 		if i > 0 {
 			b.WriteString(",")
@@ -88,7 +125,7 @@ func encode(rows []Row) ([]byte, error) {
 		b.Write(raw)
 	}
 	b.WriteString("\n]\n")
-	return b.Bytes(), nil
+	return b.Flush()
 }
 
 // createTemp makes the temporary file a write renames over the ledger: in the same directory, so
@@ -106,16 +143,16 @@ func createTemp(path string) (*os.File, error) {
 	return f, nil
 }
 
-// commitTemp writes data to f and renames it over path, so a crash at any instant leaves either
+// commitTemp writes rows to f and renames it over path, so a crash at any instant leaves either
 // the old or the new file. No fsync: see the package doc.
-func commitTemp(f *os.File, path string, data []byte) (err error) {
+func commitTemp(f *os.File, path string, rows []Row) (err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	if err := encode(f, rows); err != nil {
 		return fmt.Errorf("write ledger: %w", err)
 	}
 	if err := f.Close(); err != nil {

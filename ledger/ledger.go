@@ -50,6 +50,10 @@ type Report struct {
 // PIDs the change is about to write, whose old rows go), passes the rest to fn and atomically
 // replaces the file with what fn returns. fn must not block. It is [Ledger.Begin] followed by
 // [Txn.Commit].
+//
+// The rows fn receives have their identity fields decoded (pid, create_time, boot_id,
+// boot_start, start_ticks, registered_at: what pruning and [Row.Same] use); the others read as
+// absent, and every row keeps all its bytes. [Row.Decoded] returns a row with every field.
 func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row) ([]Row, error)) (Report, error) {
 	tx, err := l.Begin(ctx)
 	if err != nil {
@@ -58,24 +62,28 @@ func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row)
 	return tx.Commit(replaced, fn)
 }
 
-// readLocked reads the file under the lock, quarantining it if corrupt.
-func (l *Ledger) readLocked(rep *Report) (parsed, error) {
+// readLocked reads the file under the lock into buf (see readBufs), quarantining it if corrupt.
+// The rows alias the bytes it returns.
+func (l *Ledger) readLocked(rep *Report, buf []byte) (parsed, []byte, error) {
 	if err := checkFile(l.path); err != nil {
-		return parsed{}, err
+		return parsed{}, buf, err
 	}
-	p, _, err := readFile(l.path)
+	p, data, err := readFile(l.path, false, buf)
+	if data != nil {
+		buf = data
+	}
 	var ce *CorruptError
 	if errors.As(err, &ce) {
 		if ce.MovedTo, err = quarantine(l.path); err != nil {
-			return parsed{}, err
+			return parsed{}, buf, err
 		}
 		rep.Quarantined = ce
 		if l.OnCorrupt != nil {
 			l.OnCorrupt(ce)
 		}
-		return parsed{}, nil
+		return parsed{}, buf, nil
 	}
-	return p, err
+	return p, buf, err
 }
 
 // Add records row, replacing any row with the same PID.
@@ -98,7 +106,7 @@ func (l *Ledger) Remove(ctx context.Context, pid int, match func(Row) bool) (Rep
 	rep, err := l.Update(ctx, nil, func(rows []Row) ([]Row, error) {
 		kept := rows[:0]
 		for _, r := range rows {
-			if r.PID != pid || (match != nil && !match(r)) {
+			if r.PID != pid || (match != nil && !match(r.Decoded())) {
 				kept = append(kept, r)
 			}
 		}
@@ -149,7 +157,7 @@ func (l *Ledger) read(ctx context.Context) (parsed, error) {
 			defer unlock()
 		}
 	}
-	p, _, err := readFile(l.path)
+	p, _, err := readFile(l.path, true, nil)
 	return p, err
 }
 
@@ -204,7 +212,7 @@ func checkFile(path string) error {
 // Peek reads the rows at path without the lock and without quarantining a corrupt file: for
 // reports that must change nothing.
 func Peek(path string) ([]Row, error) {
-	p, _, err := readFile(path)
+	p, _, err := readFile(path, true, nil)
 	return p.rows, err
 }
 

@@ -10,4 +10,4 @@ const readersLock = false
 
 func rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
 
-func readAll(path string) ([]byte, error) { return os.ReadFile(path) }
+func readAll(path string, buf []byte) ([]byte, error) { return readInto(path, buf) }

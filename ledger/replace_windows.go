@@ -47,9 +47,9 @@ func rename(oldpath, newpath string) error {
 	return retry(func() error { return os.Rename(oldpath, newpath) })
 }
 
-func readAll(path string) (data []byte, err error) {
+func readAll(path string, buf []byte) (data []byte, err error) {
 	err = retry(func() error {
-		data, err = os.ReadFile(path)
+		data, err = readInto(path, buf)
 		return err
 	})
 	return data, err

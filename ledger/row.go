@@ -82,6 +82,17 @@ func (r *Row) Set(key string, v any) error {
 	return nil
 }
 
+// Decoded returns the row with every field decoded from its bytes (rows given to
+// [Ledger.Update] carry only their identity fields). A row never written has nothing to decode
+// and is returned as it is.
+func (r Row) Decoded() Row {
+	if r.raw == nil {
+		return r
+	}
+	full, _ := decodeRow(r.raw, true)
+	return full
+}
+
 // Raw returns the row's JSON encoding: its original bytes while unchanged.
 func (r Row) Raw() ([]byte, error) {
 	if r.raw != nil {
@@ -93,13 +104,28 @@ func (r Row) Raw() ([]byte, error) {
 // decodeRow decodes one array element, which [jsonscan.Array] has validated. ok is false for a
 // malformed row: not an object, or without a positive integer pid. Fields of an unexpected type
 // read as absent but keep their bytes. raw is kept as given: the caller owns it.
-func decodeRow(raw []byte) (r Row, ok bool) {
+//
+// With full false only the identity fields are decoded (see [Ledger.Update]): a write at 1,000
+// rows cannot afford to unescape every row's strings it will write back as bytes anyway.
+func decodeRow(raw []byte, full bool) (r Row, ok bool) {
 	isObj := jsonscan.Members(raw, func(k, v []byte) bool {
-		r.decodeField(string(k), v)
+		if full || identityKey(k) {
+			r.decodeField(string(k), v)
+		}
 		return true
 	})
 	r.raw = raw
 	return r, isObj && r.PID > 0
+}
+
+// identityKey reports whether a write needs the field: pruning proves identity, and Drop and
+// Same match registrations.
+func identityKey(k []byte) bool {
+	switch string(k) {
+	case "pid", "create_time", "boot_id", "boot_start", "start_ticks", "registered_at":
+		return true
+	}
+	return false
 }
 
 func (r *Row) decodeField(key string, v []byte) {
@@ -203,7 +229,7 @@ func Reparse(raw []byte) (Row, error) {
 	var r Row
 	var ok bool
 	err := jsonscan.Array(append(append([]byte("["), raw...), ']'), func(elem []byte) error {
-		r, ok = decodeRow(elem)
+		r, ok = decodeRow(elem, true)
 		return nil
 	})
 	switch {

@@ -16,6 +16,7 @@ type Txn struct {
 	l      *Ledger
 	unlock func()
 	tmp    *os.File
+	buf    *[]byte // from readBufs; the rows alias it
 	rows   []Row
 	rep    Report
 }
@@ -36,7 +37,9 @@ func (l *Ledger) Begin(ctx context.Context) (tx *Txn, err error) {
 		}
 	}()
 	removeStaleTemps(l.path)
-	p, err := l.readLocked(&tx.rep)
+	tx.buf = readBufs.Get().(*[]byte)
+	p, data, err := l.readLocked(&tx.rep, *tx.buf)
+	*tx.buf = data
 	if err != nil {
 		return nil, err
 	}
@@ -58,17 +61,18 @@ func (tx *Txn) Commit(replaced []int, fn func(rows []Row) ([]Row, error)) (Repor
 	if err != nil {
 		return tx.rep, err
 	}
-	data, err := encode(rows)
-	if err != nil {
-		return tx.rep, err
-	}
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.rep, commitTemp(tmp, tx.l.path, data)
+	return tx.rep, commitTemp(tmp, tx.l.path, rows)
 }
 
 // Abort releases the lock without writing. It does nothing after Commit or a first Abort.
 func (tx *Txn) Abort() {
+	if tx.buf != nil {
+		tx.rows = nil // they alias the buffer, which the next transaction overwrites
+		readBufs.Put(tx.buf)
+		tx.buf = nil
+	}
 	if tx.tmp != nil {
 		tx.tmp.Close()
 		os.Remove(tx.tmp.Name())

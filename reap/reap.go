@@ -54,7 +54,7 @@ type Decision struct {
 	Action  Action       `json:"action"`
 	Reason  string       `json:"reason"`
 	Result  *stop.Result `json:"result,omitempty"` // the stop's outcome, when reaped for real
-	row     ledger.Row
+	row     *ledger.Row
 }
 
 // Decide judges every row. It reads each PID at most once, spreading the reads over the CPUs.
@@ -68,8 +68,9 @@ func Decide(rows []ledger.Row) []Decision {
 	}
 	j := judge{reads: procid.ReadMany(pids), ancestors: ancestors(), now: time.Now()}
 	out := make([]Decision, 0, len(rows))
-	for _, r := range rows {
-		action, reason := j.decide(r)
+	for i := range rows {
+		r := &rows[i]
+		action, reason := j.decide(*r)
 		out = append(out, Decision{PID: r.PID, Purpose: r.Purpose, Action: action, Reason: reason, row: r})
 	}
 	return out
@@ -102,13 +103,13 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 		d := &ds[i]
 		switch d.Action {
 		case Reap:
-			res := stop.Row(ctx, d.row, opts.Stop)
+			res := stop.Row(ctx, *d.row, opts.Stop)
 			d.Result = &res
 			if res.OK() {
-				drop = append(drop, d.row)
+				drop = append(drop, *d.row)
 			}
 		case Gone:
-			drop = append(drop, d.row)
+			drop = append(drop, *d.row)
 		}
 	}
 	return ds, l.Drop(ctx, drop)

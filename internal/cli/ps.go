@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -74,7 +75,7 @@ func runPs(ctx context.Context, o *psOptions) error {
 // writePsJSON prints each row's own bytes with state and spawner_state added, so fields written by
 // other programs pass through untouched.
 func writePsJSON(w io.Writer, entries []ledger.Entry) error {
-	var b bytes.Buffer
+	b := bufio.NewWriterSize(w, 64<<10) // streamed: a whole 1,000-row document would be 450 KB
 	b.WriteString("[")
 	for i, e := range entries {
 		raw, err := e.Raw()
@@ -85,38 +86,40 @@ func writePsJSON(w io.Writer, entries []ledger.Entry) error {
 			b.WriteString(",")
 		}
 		b.WriteString("\n")
-		b.Write(withStates(raw, e.State.String(), e.SpawnerState))
+		writeWithStates(b, raw, e.State.String(), e.SpawnerState)
 	}
 	b.WriteString("\n]\n")
-	_, err := w.Write(b.Bytes())
-	return err
+	return b.Flush()
 }
 
-// withStates appends the two state fields to a JSON object's bytes, replacing any that another
-// program wrote under those names, without re-encoding the rest.
-func withStates(raw []byte, state, spawner string) []byte {
-	row := ledger.Row{}
+// writeWithStates writes a JSON object's bytes with the two state fields added, replacing any
+// that another program wrote under those names, without re-encoding or copying the rest.
+func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) {
 	if bytes.Contains(raw, []byte(`"state"`)) || bytes.Contains(raw, []byte(`"spawner_state"`)) {
 		if r, err := ledger.Reparse(raw); err == nil {
-			row = r
-			row.Set("state", state)
-			row.Set("spawner_state", spawner)
-			out, _ := row.Raw()
-			return out
+			r.Set("state", state)
+			r.Set("spawner_state", spawner)
+			out, _ := r.Raw()
+			b.Write(out)
+			return
 		}
 	}
 	obj := bytes.TrimRight(raw, " \t\r\n")
 	obj = obj[:len(obj)-1] // the closing brace
-	out := append([]byte{}, obj...)
+	b.Write(obj)
 	if len(bytes.TrimSpace(obj)) > 1 {
-		out = append(out, ',')
+		b.WriteByte(',')
 	}
-	out = append(out, `"state":"`+state+`","spawner_state":"`+spawner+`"}`...)
-	return out
+	b.WriteString(`"state":"`)
+	b.WriteString(state)
+	b.WriteString(`","spawner_state":"`)
+	b.WriteString(spawner)
+	b.WriteString(`"}`)
 }
 
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPURPOSE\tSTATE\tSPAWNER\tSPAWNER STATE\tAGE\tARGV")
 	for _, e := range entries {
 		spawner := "-"
@@ -126,7 +129,10 @@ func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.PID, dash(e.Purpose), e.State, spawner,
 			e.SpawnerState, age(e.CreateTime, now), dash(e.Argv))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 func dash(s string) string {

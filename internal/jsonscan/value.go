@@ -119,7 +119,9 @@ func smallFloat(v []byte) (float64, bool) {
 var pow10 = [16]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
 
 func isNumber(v []byte) bool {
-	if len(v) == 0 {
+	// Rejected up front: null, strings and the other literals are the common non-numbers, and
+	// scanNumber would build an error (with fmt) to say so.
+	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
 		return false
 	}
 	end, err := scanNumber(v, 0)

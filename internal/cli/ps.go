@@ -118,7 +118,7 @@ func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) {
 }
 
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := bufio.NewWriterSize(w, 64<<10) // tabwriter writes cell by cell: one syscall each
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPURPOSE\tSTATE\tSPAWNER\tSPAWNER STATE\tAGE\tARGV")
 	for _, e := range entries {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"text/tabwriter"
@@ -93,7 +94,8 @@ func printDecisions(o *reapOptions, ds []reap.Decision) error {
 		}
 		return writeJSON(o.stdout, ds)
 	}
-	tw := tabwriter.NewWriter(o.stdout, 0, 0, 2, ' ', 0)
+	bw := bufio.NewWriterSize(o.stdout, 64<<10) // tabwriter writes cell by cell: one syscall each
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPURPOSE\tACTION\tREASON\tOUTCOME")
 	for _, d := range ds {
 		outcome := "-"
@@ -105,5 +107,8 @@ func printDecisions(o *reapOptions, ds []reap.Decision) error {
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", d.PID, dash(d.Purpose), d.Action, d.Reason, outcome)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -129,12 +130,16 @@ func printResults(w io.Writer, results []stop.Result, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, results)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	bw := bufio.NewWriter(w) // tabwriter writes cell by cell: one syscall each
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tOUTCOME\tFORCED\tREASON")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", r.PID, r.Outcome, yesNo(r.Forced), dash(r.Reason))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 func yesNo(b bool) string {

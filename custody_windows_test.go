@@ -132,40 +132,10 @@ func helperOwner(args []string) int {
 	return 0
 }
 
-// tempDir makes a directory and removes it, and what is in it, at cleanup. It avoids t.TempDir,
-// whose RemoveAll fails under Wine 8 with Go 1.26 ("unlinkat: Invalid function"); a failure to
-// remove is logged, never fatal.
-func tempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "custody-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeTree(t, dir) })
-	return dir
-}
-
-func removeTree(t *testing.T, dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		if e.IsDir() {
-			removeTree(t, p)
-			continue
-		}
-		if err := os.Remove(p); err != nil {
-			t.Logf("cleanup: %v", err)
-		}
-	}
-	if err := os.Remove(dir); err != nil {
-		t.Logf("cleanup: %v", err)
-	}
-}
-
 // newOwner returns an owner recording in a ledger of its own and stamping the default tag
 // variable, whatever CUSTODY_TAG_ENV says.
 func newOwner(t *testing.T) *custody.Owner {
-	led := ledger.Open(filepath.Join(tempDir(t), "spawn-ledger.json"))
+	led := ledger.Open(filepath.Join(testproc.TempDir(t), "spawn-ledger.json"))
 	return &custody.Owner{Ledger: led, TagEnv: tag.DefaultEnv}
 }
 
@@ -381,7 +351,7 @@ func TestStopExited(t *testing.T) {
 // runs none of its code); the kernel closes its job handle, and the worker and grandchild die
 // with it though their lifeline, the test's pipe, stays open.
 func TestOwnerKilled(t *testing.T) {
-	led := filepath.Join(tempDir(t), "spawn-ledger.json")
+	led := filepath.Join(testproc.TempDir(t), "spawn-ledger.json")
 	cmd := testproc.Helper(t, "owner", led)
 	cmd.WaitDelay = 10 * time.Second // a surviving worker would hold the owner's stderr open
 	owner := testproc.Start(t, cmd)

@@ -8,37 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
 )
 
-// tempLedger returns a ledger in a directory removed at cleanup. It avoids t.TempDir, whose
-// RemoveAll fails under Wine 8 with Go 1.26 ("unlinkat: Invalid function").
+// tempLedger returns a ledger in a directory removed at cleanup (see testproc.TempDir).
 func tempLedger(t *testing.T) *ledger.Ledger {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ledger-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeTree(t, dir) })
-	return ledger.Open(filepath.Join(dir, "state", "spawn-ledger.json"))
-}
-
-func removeTree(t *testing.T, dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		if e.IsDir() {
-			removeTree(t, p)
-			continue
-		}
-		if err := os.Remove(p); err != nil {
-			t.Logf("cleanup: %v", err)
-		}
-	}
-	if err := os.Remove(dir); err != nil {
-		t.Logf("cleanup: %v", err)
-	}
+	return ledger.Open(filepath.Join(testproc.TempDir(t), "state", "spawn-ledger.json"))
 }
 
 // TestWriteWhileReaderHoldsFile: readers take no lock (custody's ps, Hermes), so a write must

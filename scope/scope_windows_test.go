@@ -246,23 +246,10 @@ func TestFromGroupUnsupported(t *testing.T) {
 	mustIs(t, err, errors.ErrUnsupported)
 }
 
-// tempFile returns the path of a file that does not exist yet. It avoids t.TempDir, whose
-// RemoveAll fails under Wine 8 with Go 1.26 ("unlinkat: Invalid function"): it removes the file
-// and directory itself, and only logs a failure.
+// tempFile returns the path of a file that does not exist yet, in a directory removed at cleanup
+// (see testproc.TempDir).
 func tempFile(t *testing.T, name string) string {
-	dir, err := os.MkdirTemp("", "scope-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name)
-	t.Cleanup(func() {
-		for _, p := range []string{path, dir} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				t.Logf("cleanup: %v", err)
-			}
-		}
-	})
-	return path
+	return filepath.Join(testproc.TempDir(t), name)
 }
 
 // By default a child starts in a new console process group, ignoring Ctrl+C: the owner decides

@@ -154,36 +154,8 @@ func runCmd(t *testing.T, cmd *exec.Cmd) result {
 }
 
 // ledgerPath returns a ledger path in a directory that does not exist yet.
-func ledgerPath(t *testing.T) string { return filepath.Join(tempDir(t), "state", "spawn-ledger.json") }
-
-// tempDir makes a directory and removes it, and what is in it, at cleanup. It avoids t.TempDir,
-// whose RemoveAll fails under Wine 8 with Go 1.26 ("unlinkat: Invalid function"); a failure to
-// remove is logged, never fatal.
-func tempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "custody-cli-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeTree(t, dir) })
-	return dir
-}
-
-func removeTree(t *testing.T, dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		if e.IsDir() {
-			removeTree(t, p)
-			continue
-		}
-		if err := os.Remove(p); err != nil {
-			t.Logf("cleanup: %v", err)
-		}
-	}
-	if err := os.Remove(dir); err != nil {
-		t.Logf("cleanup: %v", err)
-	}
+func ledgerPath(t *testing.T) string {
+	return filepath.Join(testproc.TempDir(t), "state", "spawn-ledger.json")
 }
 
 // block starts a block helper that the test owns; cleanup ends it by handle.

@@ -120,6 +120,14 @@ func TestRunKilled(t *testing.T) {
 func ptyRun(t *testing.T, args ...string) (*os.File, *exec.Cmd, *screen) {
 	t.Helper()
 	cmd := testproc.Helper(t, "custody", append([]string{"--ledger", ledgerPath(t), "run", "--"}, args...)...)
+	ptmx, s := ptyStart(t, cmd)
+	return ptmx, cmd, s
+}
+
+// ptyStart starts cmd as a session leader on a new pseudo-terminal and records what the terminal
+// shows; cleanup closes the terminal and kills cmd by handle.
+func ptyStart(t *testing.T, cmd *exec.Cmd) (*os.File, *screen) {
+	t.Helper()
 	ptmx, err := pty.Start(cmd)
 	if err != nil {
 		testproc.Skip(t, "no pseudo-terminal: %v", err)
@@ -127,7 +135,7 @@ func ptyRun(t *testing.T, args ...string) (*os.File, *exec.Cmd, *screen) {
 	t.Cleanup(func() { ptmx.Close(); cmd.Process.Kill(); cmd.Wait() })
 	s := &screen{}
 	go io.Copy(s, ptmx)
-	return ptmx, cmd, s
+	return ptmx, s
 }
 
 // screen collects what the terminal shows.
@@ -233,14 +241,7 @@ func helperJobShell(args []string) int {
 // continues both, and the child reads the terminal again.
 func TestRunJobControl(t *testing.T) {
 	exe, _ := os.Executable()
-	cmd := testproc.Helper(t, "jobshell", exe, "--ledger", ledgerPath(t), "run", "--", "cat")
-	ptmx, err := pty.Start(cmd)
-	if err != nil {
-		testproc.Skip(t, "no pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { ptmx.Close(); cmd.Process.Kill(); cmd.Wait() })
-	s := &screen{}
-	go io.Copy(s, ptmx)
+	ptmx, s := ptyStart(t, testproc.Helper(t, "jobshell", exe, "--ledger", ledgerPath(t), "run", "--", "cat"))
 	ptmx.Write([]byte("one\n"))
 	s.waitForCount(t, "one", 2)
 	ptmx.Write([]byte{0x1a}) // ^Z

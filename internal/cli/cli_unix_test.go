@@ -5,7 +5,6 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,43 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/internal/cli"
 	"github.com/custody-dev/custody/internal/testproc"
 )
-
-func TestMain(m *testing.M) {
-	custody.Init() // custody run's supervisor is this binary, re-executed
-	testproc.Register("custody", func([]string) int { return cli.Main() })
-	testproc.Main(m)
-}
-
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-// runCLI runs the command line as its own process: the test binary re-executed as custody.
-func runCLI(t *testing.T, args ...string) result {
-	t.Helper()
-	cmd := testproc.Helper(t, "custody", args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
-}
 
 func cat(t *testing.T) int {
 	return testproc.Start(t, exec.Command("cat")).Process.Pid
 }
-
-func ledgerPath(t *testing.T) string { return filepath.Join(t.TempDir(), "state", "spawn-ledger.json") }
 
 // TestBadInput: bad input gets one line on stderr, a non-zero exit, and leaves the ledger as it was.
 func TestBadInput(t *testing.T) {
@@ -93,20 +61,6 @@ func TestBadInput(t *testing.T) {
 	checkOneLineError(t, "uncreatable directory", r, 1)
 	if fi, _ := os.Stat(file); fi.Size() != 0 || !fi.Mode().IsRegular() {
 		t.Errorf("the file in the way was changed")
-	}
-}
-
-func checkOneLineError(t *testing.T, desc string, r result, code int) {
-	t.Helper()
-	if r.code != code {
-		t.Errorf("%s: exit %d, want %d (stderr %q)", desc, r.code, code, r.stderr)
-	}
-	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "custody: error: ") {
-		t.Errorf("%s: stderr %q, want one 'custody: error:' line", desc, r.stderr)
-	}
-	if r.stdout != "" {
-		t.Errorf("%s: stdout %q, want nothing", desc, r.stdout)
 	}
 }
 
@@ -195,15 +149,5 @@ func TestDoctor(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(led); string(b) != "nope" {
 		t.Errorf("doctor changed the corrupt ledger")
-	}
-}
-
-// TestHelp: the root and every command document their exit status.
-func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"ps", "--help"}, {"register", "--help"}, {"doctor", "--help"}} {
-		r := runCLI(t, args...)
-		if r.code != 0 || !strings.Contains(r.stdout, "EXIT STATUS") {
-			t.Errorf("custody %v: exit %d, no EXIT STATUS section:\n%s", args, r.code, r.stdout)
-		}
 	}
 }

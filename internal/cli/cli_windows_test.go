@@ -1,9 +1,6 @@
 package cli_test
 
-// The command line on Windows, run as a program: the test binary re-executed as custody, and as
-// the children custody starts. Windows passes no environment variable through `env`, so a
-// "custody" helper that is to run another helper under `custody run` is told its name in
-// nextHelperEnv, and hands it on in the variable testproc dispatches on.
+// The command line on Windows (see cli_test.go for the helpers every OS shares).
 
 import (
 	"bufio"
@@ -15,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,27 +19,12 @@ import (
 
 	"golang.org/x/sys/windows"
 
-	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/internal/cli"
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
 )
 
-const (
-	helperEnv     = "CUSTODY_TEST_HELPER" // testproc's dispatch variable
-	nextHelperEnv = "CUSTODY_TEST_NEXT_HELPER"
-)
-
-func TestMain(m *testing.M) {
-	custody.Init()
-	testproc.Register("custody", func([]string) int {
-		if next := os.Getenv(nextHelperEnv); next != "" {
-			os.Setenv(helperEnv, next) // what custody run starts inherits it
-			os.Unsetenv(nextHelperEnv)
-		}
-		return cli.Main()
-	})
+func init() {
 	testproc.Register("exit", func(args []string) int {
 		code, err := strconv.Atoi(args[0])
 		if err != nil {
@@ -58,7 +39,6 @@ func TestMain(m *testing.M) {
 		fmt.Println("ctrl-c-ignored", windows.RtlGetCurrentPeb().ProcessParameters.ConsoleFlags&1 != 0)
 		return 0
 	})
-	testproc.Main(m)
 }
 
 // helperBlock prints "ready <pid> <start>" for itself and, with -grandchild, for a block helper it
@@ -103,17 +83,6 @@ func helperBlock(args []string) int {
 	return 0
 }
 
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-// runCLI runs the command line as its own process, killed by handle if it outlives a minute.
-func runCLI(t *testing.T, args ...string) result {
-	t.Helper()
-	return runCmd(t, testproc.Helper(t, "custody", args...))
-}
-
 // runUnder runs `custody run` of the named helper with args.
 func runUnder(t *testing.T, led, helper string, args ...string) result {
 	t.Helper()
@@ -124,38 +93,6 @@ func runUnder(t *testing.T, led, helper string, args ...string) result {
 	cmd := testproc.Helper(t, "custody", append([]string{"--ledger", led, "run", "--", exe}, args...)...)
 	cmd.Env = append(cmd.Env, nextHelperEnv+"="+helper)
 	return runCmd(t, cmd)
-}
-
-func runCmd(t *testing.T, cmd *exec.Cmd) result {
-	t.Helper()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("custody %v: no exit within a minute (stderr %q)", cmd.Args[1:], errb.String())
-	}
-	code := 0
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
-}
-
-// ledgerPath returns a ledger path in a directory that does not exist yet.
-func ledgerPath(t *testing.T) string {
-	return filepath.Join(testproc.TempDir(t), "state", "spawn-ledger.json")
 }
 
 // block starts a block helper that the test owns; cleanup ends it by handle.
@@ -192,20 +129,6 @@ func psJSON(t *testing.T, led string, args ...string) []map[string]any {
 		t.Fatalf("ps --json: %v (%+v)", err, r)
 	}
 	return rows
-}
-
-func checkOneLineError(t *testing.T, desc string, r result, code int) {
-	t.Helper()
-	if r.code != code {
-		t.Errorf("%s: exit %d, want %d (stderr %q)", desc, r.code, code, r.stderr)
-	}
-	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "custody: error: ") {
-		t.Errorf("%s: stderr %q, want one 'custody: error:' line", desc, r.stderr)
-	}
-	if r.stdout != "" {
-		t.Errorf("%s: stdout %q, want nothing", desc, r.stdout)
-	}
 }
 
 // TestRunExitCodes: custody run exits with its child's code, 127 for a missing command, and

@@ -1,0 +1,109 @@
+package cli_test
+
+// The command line is tested as a program: the test binary re-executed as custody (the "custody"
+// helper), and as the children custody starts. Helpers of one OS register in an init function of
+// their file.
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/cli"
+	"github.com/custody-dev/custody/internal/testproc"
+)
+
+const (
+	helperEnv = "CUSTODY_TEST_HELPER" // testproc's dispatch variable
+	// nextHelperEnv names the helper that a "custody" helper's `custody run` is to start: Windows
+	// has no `env` to pass one through, so the custody helper hands it on in helperEnv.
+	nextHelperEnv = "CUSTODY_TEST_NEXT_HELPER"
+)
+
+func TestMain(m *testing.M) {
+	custody.Init() // custody run's supervisor is this binary, re-executed
+	testproc.Register("custody", func([]string) int {
+		if next := os.Getenv(nextHelperEnv); next != "" {
+			os.Setenv(helperEnv, next) // what custody run starts inherits it
+			os.Unsetenv(nextHelperEnv)
+		}
+		return cli.Main()
+	})
+	testproc.Main(m)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs the command line as its own process.
+func runCLI(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCmd(t, testproc.Helper(t, "custody", args...))
+}
+
+// runCmd runs cmd to its end, killed by handle if it outlives a minute, and returns its exit
+// code and output.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("custody %v: no exit within a minute (stderr %q)", cmd.Args[1:], errb.String())
+	}
+	code := 0
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+// ledgerPath returns a ledger path in a directory that does not exist yet.
+func ledgerPath(t *testing.T) string {
+	return filepath.Join(testproc.TempDir(t), "state", "spawn-ledger.json")
+}
+
+func checkOneLineError(t *testing.T, desc string, r result, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("%s: exit %d, want %d (stderr %q)", desc, r.code, code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "custody: error: ") {
+		t.Errorf("%s: stderr %q, want one 'custody: error:' line", desc, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("%s: stdout %q, want nothing", desc, r.stdout)
+	}
+}
+
+// TestHelp: the root and every command document their exit status.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"ps", "--help"}, {"register", "--help"},
+		{"stop", "--help"}, {"reap", "--help"}, {"supervise", "--help"}, {"doctor", "--help"}} {
+		r := runCLI(t, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "EXIT STATUS") {
+			t.Errorf("custody %v: exit %d, no EXIT STATUS section:\n%s", args, r.code, r.stdout)
+		}
+	}
+}

@@ -26,10 +26,6 @@ import (
 	"github.com/custody-dev/custody/procid"
 )
 
-func tempLedger(t *testing.T) *ledger.Ledger {
-	return ledger.Open(filepath.Join(t.TempDir(), "state", "spawn-ledger.json"))
-}
-
 // cats starts n `cat` processes that live until the test ends.
 func cats(t *testing.T, n int) []int {
 	var pids []int
@@ -123,48 +119,6 @@ func TestCrashSafety(t *testing.T) {
 	}
 	if tmps, _ := filepath.Glob(l.Path() + ".tmp-*"); len(tmps) > 0 {
 		t.Errorf("temporary files left after a write: %v", tmps)
-	}
-}
-
-// TestCorrupt: a corrupt ledger goes to .corrupt with its bytes, the read says so, the next write
-// starts fresh, and a second corrupt file does not overwrite the first.
-func TestCorrupt(t *testing.T) {
-	l := tempLedger(t)
-	ctx := context.Background()
-	if err := os.MkdirAll(filepath.Dir(l.Path()), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	bodies := []string{`{"not": "an array"}`, "[{\"pid\": 1,"}
-	for i, body := range bodies {
-		if err := os.WriteFile(l.Path(), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := l.Rows(ctx)
-		ce, ok := errors.AsType[*ledger.CorruptError](err)
-		if !ok || rows != nil {
-			t.Fatalf("Rows on corrupt file = %v, %v; want a *CorruptError", rows, err)
-		}
-		want := l.Path() + ".corrupt"
-		if i > 0 {
-			want += ".2"
-		}
-		if ce.MovedTo != want {
-			t.Errorf("moved to %q, want %q", ce.MovedTo, want)
-		}
-		if got, _ := os.ReadFile(want); string(got) != body {
-			t.Errorf("%s holds %q, want the original %q", want, got, body)
-		}
-	}
-	if got, _ := os.ReadFile(l.Path() + ".corrupt"); string(got) != bodies[0] {
-		t.Errorf("first quarantined file overwritten: %q", got)
-	}
-	pool := cats(t, 1)
-	if err := register(l, pool[0], "serve"); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := l.Rows(ctx)
-	if err != nil || len(rows) != 1 || rows[0].PID != pool[0] {
-		t.Errorf("after quarantine, rows = %v, %v; want one fresh row", pidsOf(rows), err)
 	}
 }
 

@@ -1,0 +1,61 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+)
+
+// tempLedger returns a ledger whose directory does not exist yet.
+func tempLedger(t *testing.T) *ledger.Ledger {
+	t.Helper()
+	return ledger.Open(filepath.Join(testproc.TempDir(t), "state", "spawn-ledger.json"))
+}
+
+// TestCorrupt: a corrupt ledger goes to .corrupt with its bytes, the read says so, the next write
+// starts fresh, and a second corrupt file does not overwrite the first (the hard link that claims
+// the quarantine name never replaces).
+func TestCorrupt(t *testing.T) {
+	l := tempLedger(t)
+	ctx := context.Background()
+	if err := os.MkdirAll(filepath.Dir(l.Path()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{`{"not": "an array"}`, "[{\"pid\": 1,"}
+	for i, body := range bodies {
+		if err := os.WriteFile(l.Path(), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := l.Rows(ctx)
+		ce, ok := errors.AsType[*ledger.CorruptError](err)
+		if !ok || rows != nil {
+			t.Fatalf("Rows on a corrupt file = %v, %v; want a *CorruptError", rows, err)
+		}
+		want := l.Path() + ".corrupt"
+		if i > 0 {
+			want += ".2"
+		}
+		if ce.MovedTo != want {
+			t.Errorf("moved to %q, want %q", ce.MovedTo, want)
+		}
+		if got, _ := os.ReadFile(want); string(got) != body {
+			t.Errorf("%s holds %q, want the original %q", want, got, body)
+		}
+	}
+	self, err := procid.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Add(ctx, ledger.NewRow(self, procid.Incarnation{})); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := l.Rows(ctx); err != nil || len(rows) != 1 || rows[0].PID != self.PID {
+		t.Errorf("after the quarantine: %+v, %v; want one fresh row", rows, err)
+	}
+}

@@ -45,8 +45,7 @@ func Judge(rows []Row, q Query) []Entry {
 			}
 		}
 	}
-	j := judge{reads: procid.ReadMany(pids)}
-	j.boot, j.bootErr = procid.BootID()
+	reads := procid.ReadMany(pids)
 	out := make([]Entry, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -54,44 +53,23 @@ func Judge(rows []Row, q Query) []Entry {
 			continue
 		}
 		e := Entry{Row: r}
-		e.State, e.Proof = j.check(r.Record(), q.Verified)
+		e.State, e.Proof = reads.Check(r.Record(), q.Verified)
 		if e.State == procid.Dead || (q.Verified && e.Proof == procid.NoProof) {
 			continue
 		}
-		e.SpawnerState = j.spawner(*r)
+		e.SpawnerState = spawnerState(reads, *r)
 		out = append(out, e)
 	}
 	return out
 }
 
-type judge struct {
-	reads   map[int]procid.Result
-	boot    string
-	bootErr error
-}
-
-func (j *judge) check(rec procid.Record, strict bool) (procid.State, procid.Proof) {
-	if rec.PID <= 0 {
-		return procid.Dead, procid.NoProof
-	}
-	if rec.BootID != nil && j.bootErr == nil && *rec.BootID != j.boot {
-		return procid.Dead, procid.NoProof
-	}
-	rd, ok := j.reads[rec.PID]
-	if !ok {
-		rd.Inc, rd.Err = procid.Read(rec.PID)
-		j.reads[rec.PID] = rd
-	}
-	return rec.Judge(rd.Inc, rd.Err, strict)
-}
-
-// spawner judges the row's spawner leniently: a spawner recorded without any start is alive while
-// its PID lives, since this state is shown, never acted on.
-func (j *judge) spawner(r Row) string {
+// spawnerState judges the row's spawner leniently: a spawner recorded without any start is alive
+// while its PID lives, since this state is shown, never acted on.
+func spawnerState(reads procid.Reads, r Row) string {
 	rec := r.SpawnerRecord()
 	if rec.PID == 0 {
 		return "unrecorded"
 	}
-	s, _ := j.check(rec, false)
+	s, _ := reads.Check(rec, false)
 	return s.String()
 }

@@ -56,17 +56,7 @@ type Record struct {
 //     alive, different is dead;
 //   - otherwise, with a create time recorded, |live-recorded| < 2 s is alive, else dead;
 //   - with neither, the live process matches only when strict is false (never for a kill).
-func (r Record) Check(strict bool) (State, Proof) {
-	if r.PID <= 0 {
-		return Dead, NoProof
-	}
-	boot, bootErr := BootID()
-	if r.BootID != nil && bootErr == nil && *r.BootID != boot {
-		return Dead, NoProof // start ticks count from another boot; every process of it is gone
-	}
-	inc, err := Read(r.PID)
-	return r.Judge(inc, err, strict)
-}
+func (r Record) Check(strict bool) (State, Proof) { return Reads{}.Check(r, strict) }
 
 // Judge is [Record.Check] on a read already made: inc and err are what [Read] returned for
 // r.PID. It lets a caller read each PID once when many records name it. It does not compare boot

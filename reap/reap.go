@@ -116,28 +116,14 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 }
 
 type judge struct {
-	reads     map[int]procid.Result
+	reads     procid.Reads
 	ancestors []int
 	now       time.Time
 }
 
-func (j *judge) read(pid int) procid.Result {
-	rd, ok := j.reads[pid]
-	if !ok {
-		rd.Inc, rd.Err = procid.Read(pid)
-		j.reads[pid] = rd
-	}
-	return rd
-}
-
+// check proves strictly: reaping acts on what it proves.
 func (j *judge) check(rec procid.Record) (procid.State, procid.Proof) {
-	if rec.BootID != nil {
-		if boot, err := procid.BootID(); err == nil && boot != *rec.BootID {
-			return procid.Dead, procid.NoProof
-		}
-	}
-	rd := j.read(rec.PID)
-	return rec.Judge(rd.Inc, rd.Err, true)
+	return j.reads.Check(rec, true)
 }
 
 // decide applies the reaping rules in order; the first that fails names the reason.
@@ -152,7 +138,7 @@ func (j *judge) decide(r ledger.Row) (Action, string) {
 	}
 	state, proof := j.check(r.Record())
 	switch {
-	case state == procid.Dead && j.read(r.PID).Err == nil:
+	case state == procid.Dead && j.reads.Get(r.PID).Err == nil:
 		return Keep, PIDReused // the row is dead, but say so rather than drop it silently
 	case state == procid.Dead:
 		return Gone, AlreadyExited
@@ -177,7 +163,7 @@ func (j *judge) decide(r ledger.Row) (Action, string) {
 // orphan decides a row without a recorded spawner: reapable once reparented to init and older
 // than MinOrphanAge. A subreaper cannot be told from outside, so only init counts.
 func (j *judge) orphan(r ledger.Row) (Action, string) {
-	inc := j.read(r.PID).Inc
+	inc := j.reads.Get(r.PID).Inc
 	if inc.PPID != 1 {
 		return Keep, NotOrphaned
 	}

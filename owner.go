@@ -104,8 +104,9 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (c 
 	if err := o.warm(); err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
-	// The ledger write is prepared while the child execs (lock, read, prune, temporary file), so
-	// that recording the row after the start costs a write and a rename.
+	// The ledger write is prepared while the child execs (lock, read, prune, the kept rows written
+	// into the temporary file), so that recording the row after the start costs one short write
+	// and the rename.
 	txc := make(chan txnResult, 1)
 	go func() {
 		tx, err := o.Ledger.Begin(ctx)
@@ -176,9 +177,7 @@ func (c *Child) record(txr txnResult, purpose string, opts StartOptions) error {
 	if pg := c.scope.PGID(); pg > 0 {
 		row.PGID = ptr(pg)
 	}
-	if _, err := txr.tx.Commit([]int{row.PID}, func(rows []ledger.Row) ([]ledger.Row, error) {
-		return append(rows, row), nil
-	}); err != nil {
+	if _, err := txr.tx.Append(row); err != nil {
 		return err
 	}
 	c.row = row

@@ -59,3 +59,29 @@ func TestCorrupt(t *testing.T) {
 		t.Errorf("after the quarantine: %+v, %v; want one fresh row", rows, err)
 	}
 }
+
+// TestBeginAppend: a prepared append writes the kept rows ahead; appending a row whose PID a kept
+// row has (a stale row of a recycled PID) rewrites the file with the row replaced.
+func TestBeginAppend(t *testing.T) {
+	l := tempLedger(t)
+	ctx := context.Background()
+	self, err := procid.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, purpose := range []string{"first", "second"} {
+		tx, err := l.BeginAppend(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := ledger.NewRow(self, procid.Incarnation{})
+		row.Purpose = purpose
+		if _, err := tx.Append(row); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := l.Rows(ctx)
+		if err != nil || len(rows) != 1 || rows[0].Purpose != purpose {
+			t.Fatalf("after appending %q: %+v, %v", purpose, rows, err)
+		}
+	}
+}

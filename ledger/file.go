@@ -111,6 +111,14 @@ var readBufs = sync.Pool{New: func() any { return new([]byte) }}
 // streams through a small buffer: a whole 1,000-row document would be half a megabyte of fresh
 // heap per write, and on some virtual machines each fresh page costs a 15 µs fault.
 func encode(w io.Writer, rows []Row) error {
+	if err := encodeOpen(w, rows); err != nil {
+		return err
+	}
+	return encodeClose(w, len(rows), nil)
+}
+
+// encodeOpen writes the opening of the array and rows, leaving it open for more.
+func encodeOpen(w io.Writer, rows []Row) error {
 	b := bufio.NewWriterSize(w, 64<<10)
 	b.WriteString("[")
 	for i, r := range rows {
@@ -124,8 +132,20 @@ func encode(w io.Writer, rows []Row) error {
 		b.WriteString("\n")
 		b.Write(raw)
 	}
-	b.WriteString("\n]\n")
 	return b.Flush()
+}
+
+// encodeClose writes one more row (when last is not nil) after n written ones, and the array's end.
+func encodeClose(w io.Writer, n int, last []byte) error {
+	var b []byte
+	if last != nil {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(b, '\n'), last...)
+	}
+	_, err := w.Write(append(b, "\n]\n"...))
+	return err
 }
 
 // createTemp makes the temporary file a write renames over the ledger: in the same directory, so
@@ -143,16 +163,16 @@ func createTemp(path string) (*os.File, error) {
 	return f, nil
 }
 
-// commitTemp writes rows to f and renames it over path, so a crash at any instant leaves either
-// the old or the new file. No fsync: see the package doc.
-func commitTemp(f *os.File, path string, rows []Row) (err error) {
+// finishTemp completes f with write, closes it and renames it over path, so a crash at any
+// instant leaves either the old or the new file. No fsync: see the package doc.
+func finishTemp(f *os.File, path string, write func(io.Writer) error) (err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
 		}
 	}()
-	if err := encode(f, rows); err != nil {
+	if err := write(f); err != nil {
 		return fmt.Errorf("write ledger: %w", err)
 	}
 	if err := f.Close(); err != nil {

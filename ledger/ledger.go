@@ -91,9 +91,11 @@ func (l *Ledger) Add(ctx context.Context, row Row) (Report, error) {
 	if row.PID <= 0 {
 		return Report{}, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)
 	}
-	rep, err := l.Update(ctx, []int{row.PID}, func(rows []Row) ([]Row, error) {
-		return append(rows, row), nil
-	})
+	tx, err := l.Begin(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("ledger: add pid %d: %w", row.PID, err)
+	}
+	rep, err := tx.Append(row)
 	if err != nil {
 		return rep, fmt.Errorf("ledger: add pid %d: %w", row.PID, err)
 	}

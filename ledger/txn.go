@@ -3,6 +3,8 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"slices"
 )
@@ -19,6 +21,9 @@ type Txn struct {
 	buf    *[]byte // from readBufs; the rows alias it
 	rows   []Row
 	rep    Report
+	// prewritten reports that the temporary file already holds the opening of the array and the
+	// kept rows (see BeginAppend).
+	prewritten bool
 }
 
 // Begin takes the lock and prepares a write (see [Txn]).
@@ -63,7 +68,17 @@ func (tx *Txn) Commit(replaced []int, fn func(rows []Row) ([]Row, error)) (Repor
 	}
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.rep, commitTemp(tmp, tx.l.path, rows)
+	return tx.rep, finishTemp(tmp, tx.l.path, func(w io.Writer) error {
+		if tx.prewritten { // the change is not a plain append: start the file again
+			if err := tmp.Truncate(0); err != nil {
+				return err
+			}
+			if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+		}
+		return encode(w, rows)
+	})
 }
 
 // Abort releases the lock without writing. It does nothing after Commit or a first Abort.
@@ -82,4 +97,42 @@ func (tx *Txn) Abort() {
 		tx.unlock()
 		tx.unlock = nil
 	}
+}
+
+// BeginAppend is [Ledger.Begin] for a write that will add one row ([Txn.Append]): it also writes
+// the kept rows into the temporary file ahead, so that the append costs one short write and the
+// rename.
+func (l *Ledger) BeginAppend(ctx context.Context) (*Txn, error) {
+	tx, err := l.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := encodeOpen(tx.tmp, tx.rows); err != nil {
+		tx.Abort()
+		return nil, fmt.Errorf("write ledger: %w", err)
+	}
+	tx.prewritten = true
+	return tx, nil
+}
+
+// Append adds row, replacing any row with its PID, and commits. After [Ledger.BeginAppend] the
+// kept rows are already in the file: only the row and the array's end are written, unless a kept
+// row has the PID (a stale row of a recycled PID), when the file is written anew.
+func (tx *Txn) Append(row Row) (Report, error) {
+	if row.PID <= 0 {
+		tx.Abort()
+		return tx.rep, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)
+	}
+	add := func(rows []Row) ([]Row, error) { return append(rows, row), nil }
+	if !tx.prewritten || slices.ContainsFunc(tx.rows, func(r Row) bool { return r.PID == row.PID }) {
+		return tx.Commit([]int{row.PID}, add)
+	}
+	defer tx.Abort()
+	raw, err := row.Raw()
+	if err != nil {
+		return tx.rep, err
+	}
+	tmp := tx.tmp
+	tx.tmp = nil
+	return tx.rep, finishTemp(tmp, tx.l.path, func(w io.Writer) error { return encodeClose(w, len(tx.rows), raw) })
 }

@@ -109,7 +109,7 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (c 
 	// and the rename.
 	txc := make(chan txnResult, 1)
 	go func() {
-		tx, err := o.Ledger.Begin(ctx)
+		tx, err := o.Ledger.BeginAppend(ctx)
 		txc <- txnResult{tx, err}
 	}()
 	if err := cmd.Start(); err != nil {

@@ -91,7 +91,7 @@ func runUnder(t *testing.T, led, helper string, args ...string) result {
 		t.Fatal(err)
 	}
 	cmd := testproc.Helper(t, "custody", append([]string{"--ledger", led, "run", "--", exe}, args...)...)
-	cmd.Env = append(cmd.Env, nextHelperEnv+"="+helper)
+	cmd.Env = append(cmd.Env, nextHelperEnv+"="+testproc.Use(helper))
 	return runCmd(t, cmd)
 }
 

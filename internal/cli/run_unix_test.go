@@ -77,7 +77,7 @@ func TestRunForwardsSignals(t *testing.T) {
 		sig  syscall.Signal
 		code int
 	}{{syscall.SIGTERM, 42}, {syscall.SIGINT, 43}} {
-		p := startRun(t, "env", "CUSTODY_TEST_HELPER=traps", exe)
+		p := startRun(t, "env", testproc.Env("traps"), exe)
 		p.Expect("ready", 10*time.Second)
 		p.Process.Signal(tc.sig)
 		if got := exitCodeOf(p.Wait()); got != tc.code {

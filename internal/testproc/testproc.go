@@ -6,6 +6,7 @@ package testproc
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +19,11 @@ import (
 
 const helperEnv = "CUSTODY_TEST_HELPER"
 
-var helpers = map[string]func(args []string) int{}
+var (
+	helpers = map[string]func(args []string) int{}
+	usedMu  sync.Mutex
+	used    = map[string]bool{}
+)
 
 // Register names a helper; call it from an init function or TestMain before [Main].
 func Register(name string, fn func(args []string) int) { helpers[name] = fn }
@@ -33,7 +38,23 @@ func Main(m *testing.M) {
 		}
 		os.Exit(fn(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 && fullRun() {
+		for name := range helpers {
+			if !used[name] {
+				fmt.Fprintf(os.Stderr, "testproc: helper %q is registered but no test started it\n", name)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// fullRun reports whether every test ran with every capability, so that a helper no test started
+// is dead code rather than the helper of a skipped or filtered-out test.
+func fullRun() bool {
+	f := flag.Lookup("test.run")
+	return Privileged() && !testing.Short() && (f == nil || f.Value.String() == "")
 }
 
 // Privileged reports whether a missing capability must fail the test rather than skip it.
@@ -75,8 +96,20 @@ func Helper(t testing.TB, name string, args ...string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), helperEnv+"="+name)
+	cmd.Env = append(os.Environ(), Env(name))
 	return cmd
+}
+
+// Env returns the environment assignment that makes the test binary run the named helper, for a
+// helper started by other means than [Helper] (through `env`, or by a program under test).
+func Env(name string) string { return helperEnv + "=" + Use(name) }
+
+// Use marks the named helper as started by a test and returns its name (see [Main]).
+func Use(name string) string {
+	usedMu.Lock()
+	used[name] = true
+	usedMu.Unlock()
+	return name
 }
 
 // Start starts cmd with its stdin a pipe (the child's lifeline: it sees EOF when the test ends)

@@ -246,8 +246,8 @@ func TestStalledLockHolder(t *testing.T) {
 func TestPermissions(t *testing.T) {
 	pool := cats(t, 1)
 	for _, mask := range []int{0, 0o022, 0o277} {
+		l := tempLedger(t) // its parent is made under the test's umask, writable by a non-root user
 		old := syscall.Umask(mask)
-		l := tempLedger(t)
 		err := register(l, pool[0], "serve")
 		syscall.Umask(old)
 		if err != nil {

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/testid"
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
@@ -224,37 +224,7 @@ func (w *worker) expect(t *testing.T, prefix string) []string {
 func (w *worker) ready(t *testing.T) (string, []procid.ID) {
 	t.Helper()
 	tg := strings.Join(w.expect(t, "tag"), "")
-	return tg, parseIDs(t, w.expect(t, "ready "))
-}
-
-func parseIDs(t *testing.T, f []string) []procid.ID {
-	t.Helper()
-	if len(f) == 0 || len(f)%2 != 0 {
-		t.Fatalf("ready line %q: want pairs of pid and start", f)
-	}
-	var ids []procid.ID
-	for i := 0; i < len(f); i += 2 {
-		pid, err1 := strconv.Atoi(f[i])
-		start, err2 := strconv.ParseUint(f[i+1], 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			t.Fatalf("ready line %q: %v", f, err)
-		}
-		ids = append(ids, procid.ID{PID: pid, Start: start})
-	}
-	return ids
-}
-
-// gone reports, with a nil error, that the incarnation id has exited: procid reads its PID as
-// gone, or as a later process that reused it.
-func gone(id procid.ID) error {
-	err := id.Verify()
-	if errors.Is(err, procid.ErrGone) || errors.Is(err, procid.ErrReused) {
-		return nil
-	}
-	if err == nil {
-		return fmt.Errorf("%v still runs", id)
-	}
-	return fmt.Errorf("%v: %w", id, err)
+	return tg, testid.Parse(t, w.expect(t, "ready "))
 }
 
 func mustRows(t *testing.T, o *custody.Owner, n int) []ledger.Row {
@@ -355,7 +325,7 @@ func TestOwnerKilled(t *testing.T) {
 	cmd := testproc.Helper(t, "owner", led)
 	cmd.WaitDelay = 10 * time.Second // a surviving worker would hold the owner's stderr open
 	owner := testproc.Start(t, cmd)
-	ids := parseIDs(t, owner.Expect("ready ", 30*time.Second))
+	ids := testid.Parse(t, owner.Expect("ready ", 30*time.Second))
 	for _, id := range ids {
 		if err := id.Verify(); err != nil {
 			t.Fatalf("before the owner's death: %v", err)
@@ -478,4 +448,17 @@ func processTimes(t *testing.T, h windows.Handle) (created, exit uint64) {
 		t.Fatalf("GetProcessTimes: %v", err)
 	}
 	return uint64(c.HighDateTime)<<32 | uint64(c.LowDateTime), uint64(e.HighDateTime)<<32 | uint64(e.LowDateTime)
+}
+
+// gone reports, with a nil error, that the incarnation id has exited: procid reads its PID as
+// gone, or as a later process that reused it.
+func gone(id procid.ID) error {
+	err := id.Verify()
+	if errors.Is(err, procid.ErrGone) || errors.Is(err, procid.ErrReused) {
+		return nil
+	}
+	if err == nil {
+		return fmt.Errorf("%v still runs", id)
+	}
+	return fmt.Errorf("%v: %w", id, err)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/internal/testid"
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
@@ -148,20 +149,7 @@ func startScoped(t *testing.T, args ...string) (*testproc.Proc, *scope.Scope) {
 // ready reads the tree's "ready" line: the incarnations of its nodes, root first.
 func ready(t *testing.T, p *testproc.Proc) []procid.ID {
 	t.Helper()
-	f := p.Expect("ready ", 30*time.Second)
-	if len(f)%2 != 0 {
-		t.Fatalf("ready line %q: odd number of fields", f)
-	}
-	var ids []procid.ID
-	for i := 0; i < len(f); i += 2 {
-		pid, err1 := strconv.Atoi(f[i])
-		start, err2 := strconv.ParseUint(f[i+1], 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			t.Fatalf("ready line %q: %v", f, err)
-		}
-		ids = append(ids, procid.ID{PID: pid, Start: start})
-	}
-	return ids
+	return testid.Parse(t, p.Expect("ready ", 30*time.Second))
 }
 
 // acquire proves authority over a node the test did not start itself.

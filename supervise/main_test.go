@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custody-dev/custody/internal/testid"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/supervise"
 )
@@ -272,12 +273,7 @@ func readyIDs(tb testing.TB, lines []string) []procid.ID {
 		if len(f) != 3 || f[0] != "ready" {
 			continue
 		}
-		pid, err1 := strconv.Atoi(f[1])
-		start, err2 := strconv.ParseUint(f[2], 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			tb.Fatalf("bad ready line %q: %v", l, err)
-		}
-		ids = append(ids, procid.ID{PID: pid, Start: start})
+		ids = append(ids, testid.Parse(tb, f[1:])...)
 	}
 	return ids
 }

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/windows"
 
+	"github.com/custody-dev/custody/internal/testid"
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
@@ -105,20 +106,7 @@ func block(t *testing.T) (*testproc.Proc, procid.ID) {
 // readyIDs reads a "ready" line: the incarnations a block helper reports, its own first.
 func readyIDs(t *testing.T, p *testproc.Proc) []procid.ID {
 	t.Helper()
-	f := p.Expect("ready ", 30*time.Second)
-	if len(f) == 0 || len(f)%2 != 0 {
-		t.Fatalf("ready line %q: want pairs of pid and start", f)
-	}
-	var ids []procid.ID
-	for i := 0; i < len(f); i += 2 {
-		pid, err1 := strconv.Atoi(f[i])
-		start, err2 := strconv.ParseUint(f[i+1], 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			t.Fatalf("ready line %q: %v", f, err)
-		}
-		ids = append(ids, procid.ID{PID: pid, Start: start})
-	}
-	return ids
+	return testid.Parse(t, p.Expect("ready ", 30*time.Second))
 }
 
 func psJSON(t *testing.T, led string, args ...string) []map[string]any {

@@ -10,4 +10,8 @@ const readersLock = false
 
 func rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
 
-func readAll(path string, buf []byte) ([]byte, error) { return readInto(path, buf) }
+// readAll reads the ledger; with hold it returns the file still open, for the writer to release
+// after its rename (see releaseReplaced).
+func readAll(path string, buf []byte, hold bool) ([]byte, *os.File, error) {
+	return readInto(path, buf, hold)
+}

@@ -47,10 +47,12 @@ func rename(oldpath, newpath string) error {
 	return retry(func() error { return os.Rename(oldpath, newpath) })
 }
 
-func readAll(path string, buf []byte) (data []byte, err error) {
+// readAll reads the ledger. It never holds the file open, whatever hold says: a rename over a file
+// that is open fails on Windows.
+func readAll(path string, buf []byte, _ bool) (data []byte, _ *os.File, err error) {
 	err = retry(func() error {
-		data, err = readInto(path, buf)
+		data, _, err = readInto(path, buf, false)
 		return err
 	})
-	return data, err
+	return data, nil, err
 }

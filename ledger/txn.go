@@ -18,13 +18,18 @@ type Txn struct {
 	l      *Ledger
 	unlock func()
 	tmp    *os.File
-	buf    *[]byte // from readBufs; the rows alias it
+	old    *os.File // the file read, held open until it is replaced (see releaseReplaced)
+	buf    *[]byte  // from readBufs; the rows alias it
 	rows   []Row
 	rep    Report
 	// prewritten reports that the temporary file already holds the opening of the array and the
 	// kept rows (see BeginAppend).
 	prewritten bool
 }
+
+// rowRoom is the room a write reserves for a row beyond the ledger's current size: rows run to
+// 300-500 bytes, and a block is what a filesystem reserves anyway.
+const rowRoom = 4 << 10
 
 // Begin takes the lock and prepares a write (see [Txn]).
 func (l *Ledger) Begin(ctx context.Context) (tx *Txn, err error) {
@@ -43,14 +48,15 @@ func (l *Ledger) Begin(ctx context.Context) (tx *Txn, err error) {
 	}()
 	removeStaleTemps(l.path)
 	tx.buf = readBufs.Get().(*[]byte)
-	p, data, err := l.readLocked(&tx.rep, *tx.buf)
-	*tx.buf = data
+	p, data, old, err := l.readLocked(&tx.rep, *tx.buf)
+	*tx.buf, tx.old = data, old
 	if err != nil {
 		return nil, err
 	}
 	tx.rows = prune(p.rows, &tx.rep)
 	tx.rep.Malformed = p.malformed
-	if tx.tmp, err = createTemp(l.path); err != nil {
+	// Room for the kept rows and one more: most writes add or drop a row.
+	if tx.tmp, err = createTemp(l.path, int64(len(data))+rowRoom); err != nil {
 		return nil, err
 	}
 	return tx, nil
@@ -68,7 +74,7 @@ func (tx *Txn) Commit(replaced []int, fn func(rows []Row) ([]Row, error)) (Repor
 	}
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.rep, finishTemp(tmp, tx.l.path, func(w io.Writer) error {
+	return tx.rep, tx.finish(tmp, func(w io.Writer) error {
 		if tx.prewritten { // the change is not a plain append: start the file again
 			if err := tmp.Truncate(0); err != nil {
 				return err
@@ -93,6 +99,8 @@ func (tx *Txn) Abort() {
 		os.Remove(tx.tmp.Name())
 		tx.tmp = nil
 	}
+	closeHeld(tx.old)
+	tx.old = nil
 	if tx.unlock != nil {
 		tx.unlock()
 		tx.unlock = nil
@@ -134,5 +142,15 @@ func (tx *Txn) Append(row Row) (Report, error) {
 	}
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.rep, finishTemp(tmp, tx.l.path, func(w io.Writer) error { return encodeClose(w, len(tx.rows), raw) })
+	return tx.rep, tx.finish(tmp, func(w io.Writer) error { return encodeClose(w, len(tx.rows), raw) })
+}
+
+// finish writes and renames the temporary file over the ledger, then lets the replaced file go.
+func (tx *Txn) finish(tmp *os.File, write func(io.Writer) error) error {
+	if err := finishTemp(tmp, tx.l.path, write); err != nil {
+		return err
+	}
+	releaseReplaced(tx.old)
+	tx.old = nil
+	return nil
 }

@@ -36,7 +36,8 @@
 // so a write cannot check 1,000 rows. Each write compares every row's boot id (free), probes a
 // window of [ExistWindow] rows from a random offset for a process with their PID, and re-proves
 // the exact identity of the first [ProveWindow] of them, dropping the rows proven dead. A dead
-// row goes within a few writes. Every act of authority re-proves identity itself; pruning only
+// row goes within len(rows)/ExistWindow writes. The windows are small because an owner's write
+// runs while its child execs, and on a machine with few CPUs each probe slows that exec. Every act of authority re-proves identity itself; pruning only
 // keeps the file small.
 //
 // # Caveats

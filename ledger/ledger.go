@@ -16,8 +16,8 @@ import (
 // How many rows each write checks (see the package doc): ExistWindow with the signal-0 probe
 // (about 2 µs each), ProveWindow of those by exact identity (a /proc read, about 11 µs).
 const (
-	ExistWindow = 128
-	ProveWindow = 8
+	ExistWindow = 32
+	ProveWindow = 4
 )
 
 // ErrNotRegistered is returned by [Ledger.Remove] when no row matches.
@@ -64,26 +64,34 @@ func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row)
 
 // readLocked reads the file under the lock into buf (see readBufs), quarantining it if corrupt.
 // The rows alias the bytes it returns.
-func (l *Ledger) readLocked(rep *Report, buf []byte) (parsed, []byte, error) {
+//
+// It also returns the file, still open where the OS allows, for the write to release once it has
+// replaced it (see releaseReplaced).
+func (l *Ledger) readLocked(rep *Report, buf []byte) (parsed, []byte, *os.File, error) {
 	if err := checkFile(l.path); err != nil {
-		return parsed{}, buf, err
+		return parsed{}, buf, nil, err
 	}
-	p, data, err := readFile(l.path, false, buf)
+	p, data, held, err := readHeld(l.path, false, buf, true)
 	if data != nil {
 		buf = data
 	}
 	var ce *CorruptError
 	if errors.As(err, &ce) {
+		closeHeld(held)
 		if ce.MovedTo, err = quarantine(l.path); err != nil {
-			return parsed{}, buf, err
+			return parsed{}, buf, nil, err
 		}
 		rep.Quarantined = ce
 		if l.OnCorrupt != nil {
 			l.OnCorrupt(ce)
 		}
-		return parsed{}, buf, nil
+		return parsed{}, buf, nil, nil
 	}
-	return p, buf, err
+	if err != nil {
+		closeHeld(held)
+		return p, buf, nil, err
+	}
+	return p, buf, held, nil
 }
 
 // Add records row, replacing any row with the same PID.

@@ -4,8 +4,8 @@ package custody_test
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -18,51 +18,61 @@ import (
 
 // BenchmarkStart compares an owned start of /bin/true — its ledger row written into a ledger of
 // 100 live rows, its group covered by a warm supervisor — with a plain exec.Cmd.Start of the same
-// program with Setpgid, side by side. Only the starts are timed: reaping each process, and for the
-// owned one its release (the row dropped, the group uncovered, which keeps the ledger at 100
-// rows), run with the timer stopped.
+// program with Setpgid. The two alternate within one loop, so that both see the same machine
+// (on a shared virtual machine a start's cost drifts by a third within a minute), and each is
+// timed alone from before Start to its return; reaping each process, and for the owned one its
+// release (the row dropped, the group uncovered, which keeps the ledger at 100 rows), are not
+// timed. It reports the medians and owned/plain, their ratio.
 func BenchmarkStart(b *testing.B) {
-	var plain, owned time.Duration
-	b.Run("plain", func(b *testing.B) {
-		for b.Loop() {
-			cmd := exec.Command("/bin/true")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			cmd.Wait()
-			b.StartTimer()
-		}
-		plain = b.Elapsed() / time.Duration(b.N) // Elapsed excludes stopped time
-	})
-	b.Run("owned", func(b *testing.B) {
-		led := ledger.Open(b.TempDir() + "/spawn-ledger.json")
-		fill(b, led, 100)
-		sup := &supervise.Client{IdleGrace: -1}
-		defer sup.Close()
-		o := &custody.Owner{Ledger: led, Supervisor: sup}
-		if err := sup.Start(); err != nil {
+	led := ledger.Open(b.TempDir() + "/spawn-ledger.json")
+	fill(b, led, 100)
+	sup := &supervise.Client{IdleGrace: -1}
+	defer sup.Close()
+	o := &custody.Owner{Ledger: led, Supervisor: sup}
+	if err := sup.Start(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var plain, owned []time.Duration
+	for b.Loop() {
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		t := time.Now()
+		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		ctx := context.Background()
-		for b.Loop() {
-			c, err := o.Start(ctx, exec.Command("/bin/true"), custody.StartOptions{Purpose: "serve"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			c.Wait()
-			if err := c.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
+		plain = append(plain, time.Since(t))
+		cmd.Wait()
+
+		t = time.Now()
+		c, err := o.Start(ctx, exec.Command("/bin/true"), custody.StartOptions{Purpose: "serve"})
+		if err != nil {
+			b.Fatal(err)
 		}
-		owned = b.Elapsed() / time.Duration(b.N)
-	})
-	if plain > 0 && owned > 0 {
-		fmt.Printf("owned start / plain start = %.2f\n", float64(owned)/float64(plain))
+		owned = append(owned, time.Since(t))
+		c.Wait()
+		if err := c.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
+	p, w := median(plain), median(owned)
+	b.ReportMetric(float64(p)/1e6, "plain-p50-ms")
+	b.ReportMetric(float64(w)/1e6, "owned-p50-ms")
+	b.ReportMetric(float64(w)/float64(p), "owned/plain")
+	b.ReportMetric(float64(mean(owned))/float64(mean(plain)), "mean-owned/plain")
+}
+
+func mean(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 // fill writes n rows of live processes (cats that live until the benchmark ends).

@@ -169,7 +169,7 @@ func (c *Child) record(txr txnResult, purpose string, opts StartOptions) error {
 		inc = procid.Incarnation{ID: c.ID}
 	}
 	o := c.owner
-	row := ledger.NewRow(inc, o.self)
+	row := ledger.NewChildRow(inc, o.self, c.Cmd.Args)
 	row.Purpose, row.Install, row.Scope = purpose, o.Install, string(c.scope.Kind())
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation

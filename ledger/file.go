@@ -138,6 +138,10 @@ func closeHeld(f *os.File) {
 // buffer lives as long as its transaction, whose rows alias it.
 var readBufs = sync.Pool{New: func() any { return new([]byte) }}
 
+// writeBufs holds encodeOpen's buffered writers: 64 KiB of fresh heap a write would cost 16 page
+// faults where each is slow.
+var writeBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
 // encode writes rows as the ledger's JSON array, one row a line, each row's bytes as kept. It
 // streams through a small buffer: a whole 1,000-row document would be half a megabyte of fresh
 // heap per write, and on some virtual machines each fresh page costs a 15 µs fault.
@@ -150,7 +154,12 @@ func encode(w io.Writer, rows []Row) error {
 
 // encodeOpen writes the opening of the array and rows, leaving it open for more.
 func encodeOpen(w io.Writer, rows []Row) error {
-	b := bufio.NewWriterSize(w, 64<<10)
+	b := writeBufs.Get().(*bufio.Writer)
+	b.Reset(w)
+	defer func() {
+		b.Reset(nil) // drop w
+		writeBufs.Put(b)
+	}()
 	b.WriteString("[")
 	for i, r := range rows {
 		raw, err := r.Raw()

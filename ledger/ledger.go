@@ -171,19 +171,24 @@ func (l *Ledger) read(ctx context.Context) (parsed, error) {
 	return p, err
 }
 
-// prune drops rows whose process is provably dead. Every row's boot id is compared; a window of
-// ExistWindow rows from a random offset gets the signal-0 probe, and the first ProveWindow of
-// those the exact proof. A dead row is found within a few writes, and no write pays for all.
-func prune(rows []Row, rep *Report) []Row {
+// prune drops rows whose process is provably dead. Every row's boot id is compared; with probe, a
+// window of ExistWindow rows from a random offset gets the signal-0 probe, and the first
+// ProveWindow of those the exact proof. A dead row is found within a few writes, and no write
+// pays for all.
+func prune(rows []Row, rep *Report, probe bool) []Row {
 	boot, bootErr := procid.BootID()
+	window := 0
+	if probe {
+		window = ExistWindow
+	}
 	start := 0
-	if len(rows) > ExistWindow {
+	if len(rows) > window {
 		start = rand.IntN(len(rows))
 	}
 	kept := rows[:0]
 	for i, r := range rows {
 		pos := (i - start + len(rows)) % len(rows)
-		if dead(r, boot, bootErr, pos < ExistWindow, pos < ProveWindow) {
+		if dead(r, boot, bootErr, pos < window, pos < min(window, ProveWindow)) {
 			rep.Pruned++
 			continue
 		}

@@ -296,3 +296,97 @@ func TestPrune(t *testing.T) {
 		t.Errorf("rows after prune = %+v; want only pid %d as gateway", rows, pool[0])
 	}
 }
+
+// TestBeginAppendPrunesByBootOnly: the append an owner prepares while its child execs drops rows
+// of another boot but probes no PID, so a dead row survives it; the next ordinary write drops it.
+func TestBeginAppendPrunesByBootOnly(t *testing.T) {
+	l := tempLedger(t)
+	ctx := context.Background()
+	pool := cats(t, 2)
+	other := "another-boot"
+	if _, err := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) {
+		return append(rows, ledger.Row{PID: pool[1], BootID: &other}), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dead := testproc.Start(t, exec.Command("cat"))
+	if err := register(l, dead.Process.Pid, "serve"); err != nil { // prunes the other boot's row
+		t.Fatal(err)
+	}
+	if _, err := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) {
+		return append(rows, ledger.Row{PID: pool[1], BootID: &other}), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dead.Stdin().Close()
+	dead.Wait()
+
+	tx, err := l.BeginAppend(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, err := procid.Read(pool[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := procid.Self()
+	rep, err := tx.Append(ledger.NewChildRow(inc, self, []string{"cat"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := l.Rows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pidsOf(rows), sortedPIDs(pool[0], dead.Process.Pid); !slices.Equal(got, want) || rep.Pruned != 1 {
+		t.Fatalf("after BeginAppend: pids %v, pruned %d; want %v, pruned 1 (the other boot's row)", got, rep.Pruned, want)
+	}
+
+	if err := register(l, pool[0], "gateway"); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err = l.Rows(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := pidsOf(rows); !slices.Equal(got, []int{pool[0]}) {
+		t.Errorf("after an ordinary write: pids %v; want only %d", got, pool[0])
+	}
+}
+
+func sortedPIDs(pids ...int) []int {
+	slices.Sort(pids)
+	return pids
+}
+
+// TestWritesKeepNoDescriptors: a writer holds the replaced file open until its rename is done
+// and closes it afterwards, off its path; a hundred writes later none of those descriptors is
+// left open.
+func TestWritesKeepNoDescriptors(t *testing.T) {
+	l := tempLedger(t)
+	pool := cats(t, 1)
+	open := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			ents, err = os.ReadDir("/dev/fd") // macOS
+		}
+		if err != nil {
+			testproc.Skip(t, "no list of open descriptors: %v", err)
+		}
+		return len(ents)
+	}
+	if err := register(l, pool[0], "serve"); err != nil {
+		t.Fatal(err)
+	}
+	before := open()
+	for range 100 {
+		if err := register(l, pool[0], "serve"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testproc.WaitFor(t, 5*time.Second, func() error {
+		if now := open(); now > before {
+			return fmt.Errorf("descriptors open: %d before 100 writes, %d after", before, now)
+		}
+		return nil
+	})
+}

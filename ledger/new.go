@@ -14,6 +14,14 @@ const ArgvTokens = 10
 // row: its exact start, its epoch start, its boot, and its first argv tokens.
 // Purpose, install, host, port and custody's scope fields are the caller's to set.
 func NewRow(inc procid.Incarnation, spawner procid.Incarnation) Row {
+	r := newRow(inc, spawner)
+	if argv, err := procid.Cmdline(inc.PID); err == nil {
+		r.Argv = JoinArgv(argv)
+	}
+	return r
+}
+
+func newRow(inc, spawner procid.Incarnation) Row {
 	r := Row{
 		PID:          inc.PID,
 		CreateTime:   ptr(inc.CreateTime),
@@ -35,9 +43,15 @@ func NewRow(inc procid.Incarnation, spawner procid.Incarnation) Row {
 	if inc.PGID > 0 {
 		r.PGID = ptr(inc.PGID)
 	}
-	if argv, err := procid.Cmdline(inc.PID); err == nil {
-		r.Argv = JoinArgv(argv)
-	}
+	return r
+}
+
+// NewChildRow is [NewRow] for a child the caller has just started with argv: the row's argv is
+// taken from argv rather than read back from the OS, which is the same after the exec and saves a
+// read on the start's path.
+func NewChildRow(inc, spawner procid.Incarnation, argv []string) Row {
+	r := newRow(inc, spawner)
+	r.Argv = JoinArgv(argv)
 	return r
 }
 

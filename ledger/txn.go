@@ -32,7 +32,10 @@ type Txn struct {
 const rowRoom = 4 << 10
 
 // Begin takes the lock and prepares a write (see [Txn]).
-func (l *Ledger) Begin(ctx context.Context) (tx *Txn, err error) {
+func (l *Ledger) Begin(ctx context.Context) (tx *Txn, err error) { return l.begin(ctx, true) }
+
+// begin is Begin; probe false prunes by boot id only (see [Ledger.BeginAppend]).
+func (l *Ledger) begin(ctx context.Context, probe bool) (tx *Txn, err error) {
 	if err := prepareDir(l.path); err != nil {
 		return nil, err
 	}
@@ -53,7 +56,7 @@ func (l *Ledger) Begin(ctx context.Context) (tx *Txn, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tx.rows = prune(p.rows, &tx.rep)
+	tx.rows = prune(p.rows, &tx.rep, probe)
 	tx.rep.Malformed = p.malformed
 	// Room for the kept rows and one more: most writes add or drop a row.
 	if tx.tmp, err = createTemp(l.path, int64(len(data))+rowRoom); err != nil {
@@ -110,8 +113,12 @@ func (tx *Txn) Abort() {
 // BeginAppend is [Ledger.Begin] for a write that will add one row ([Txn.Append]): it also writes
 // the kept rows into the temporary file ahead, so that the append costs one short write and the
 // rename.
+//
+// It is meant to run while the caller's child execs, and so it prunes only rows of another boot,
+// probing no PID: on a machine with few CPUs every system call it makes slows the exec it
+// overlaps. The caller's other writes (the row's drop when the child ends) prune as usual.
 func (l *Ledger) BeginAppend(ctx context.Context) (*Txn, error) {
-	tx, err := l.Begin(ctx)
+	tx, err := l.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}

@@ -30,13 +30,17 @@
 // [Run] writes one byte to it and closes it. The protocol itself needs no acknowledgement (lines
 // wait in the pipe), so a starter that does not care, like a shell script, passes nothing.
 //
-// A group is gone when kill(-pgid, 0) fails with ESRCH. Members that are zombies still count: a
-// group whose last members nobody reaps (an init that does not reap orphans) keeps the sweep
-// polling until the grace ends; it then exits as usual.
+// A group is gone when kill(-pgid, 0) fails with ESRCH, or (Linux) when a scan of /proc finds
+// none of its members alive: zombies have exited, and an init that does not reap orphans would
+// otherwise keep the sweep polling until the grace ends.
 //
 // Platforms:
 //
-//	Linux    identity from /proc/PID/stat start ticks (package procid)
+//	Linux    identity from /proc/PID/stat start ticks (package procid). From 6.9 the supervisor
+//	         also holds a pidfd on each leader, proven at registration, and signals the group
+//	         through it (PIDFD_SIGNAL_PROCESS_GROUP): the kernel resolves the group from the
+//	         leader's own struct pid, so no check is needed at signal time and no window
+//	         remains; before 6.9, or without a descriptor to spare, it checks and kills by id
 //	macOS    identity from kinfo_proc p_starttime; there is no pidfd, so a tiny window remains
 //	         between the identity check and kill(2) in which the leader PID could be recycled
 //	Windows  unsupported: custody uses Job Objects with KILL_ON_JOB_CLOSE there; every call

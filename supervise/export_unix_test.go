@@ -15,3 +15,19 @@ func SweepOne(cfg Config, pgid int, start uint64, bound bool) {
 
 // DiscardLogger is a logger that drops everything.
 var DiscardLogger = slog.New(slog.DiscardHandler)
+
+// Registration runs one protocol line through a fresh server and reports whether the group is
+// covered and whether the server holds a pidfd on its leader; release closes what it holds.
+func Registration(line string) (covered, held bool, release func()) {
+	cfg := Config{}.withDefaults()
+	s := &server{cfg: cfg, log: cfg.Logger, self: ownGroup(), covered: make(map[int]leader)}
+	s.handle([]byte(line))
+	for _, l := range s.covered {
+		covered, held = true, l.held
+	}
+	return covered, held, func() {
+		for pgid := range s.covered {
+			s.drop(pgid)
+		}
+	}
+}

@@ -18,6 +18,10 @@ import (
 type leader struct {
 	start uint64
 	bound bool // start names the leader; false: no leader was alive (or readable) at registration
+	// pidfd is a pidfd on the leader proven at registration (see provenLeader) when held is
+	// set. The zero leader holds none.
+	pidfd int
+	held  bool
 }
 
 type server struct {
@@ -72,7 +76,7 @@ func (s *server) handle(line []byte) {
 	case verbRegister:
 		s.register(cmd)
 	case verbUnregister:
-		delete(s.covered, cmd.pgid)
+		s.drop(cmd.pgid)
 	}
 }
 
@@ -102,19 +106,41 @@ func (s *server) register(cmd command) {
 		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "pid", cmd.pid, "reason", "pid is not the group's leader")
 		return
 	}
+	fd := openLeader(cmd.pgid) // before the read: see provenLeader
 	inc, err := procid.Read(cmd.pgid)
+	if err != nil || cmd.known && inc.Start != cmd.start {
+		closeLeader(fd)
+	}
 	switch {
 	case err == nil && cmd.known && inc.Start != cmd.start:
 		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", "leader pid names another process",
 			"start", cmd.start, "now", inc.Start)
 	case err == nil:
-		s.covered[cmd.pgid] = leader{start: inc.Start, bound: true}
+		l := leader{start: inc.Start, bound: true, pidfd: provenLeader(fd)}
+		l.held = l.pidfd >= 0
+		s.cover(cmd.pgid, l)
 	case errors.Is(err, procid.ErrGone) && !groupExists(cmd.pgid):
 		s.log.Debug("supervise: group already gone", "pgid", cmd.pgid)
 	case errors.Is(err, procid.ErrGone) && cmd.known:
-		s.covered[cmd.pgid] = leader{start: cmd.start, bound: true}
+		s.cover(cmd.pgid, leader{start: cmd.start, bound: true})
 	default:
-		s.covered[cmd.pgid] = leader{}
+		s.cover(cmd.pgid, leader{})
+	}
+}
+
+// cover records a group, replacing (and closing) what a previous registration of it held.
+func (s *server) cover(pgid int, l leader) {
+	s.drop(pgid)
+	s.covered[pgid] = l
+}
+
+// drop forgets a group and closes its leader's pidfd.
+func (s *server) drop(pgid int) {
+	if l, ok := s.covered[pgid]; ok {
+		if l.held {
+			closeLeader(l.pidfd)
+		}
+		delete(s.covered, pgid)
 	}
 }
 
@@ -154,34 +180,42 @@ func (s *server) sweep() {
 		live, scanErr := procid.LiveGroups()
 		for pgid := range s.covered {
 			if !groupExists(pgid) || scanErr == nil && !live[pgid] {
-				delete(s.covered, pgid)
+				s.drop(pgid)
 			}
 		}
 	}
 }
 
 // signalAll sends sig to every covered group whose identity holds at that moment, and drops the
-// groups that are gone or no longer proven.
+// groups that are gone or no longer proven. A group whose leader's pidfd was proven at
+// registration is signalled through it, which needs no check; the others by id, after one.
 func (s *server) signalAll(sig unix.Signal) {
 	for pgid, l := range s.covered {
 		if why := s.refuse(pgid); why != "" {
 			// Registration refused it already; checked again because a slip here is kill(-1).
 			s.log.Error("supervise: refused target in the covered set", "pgid", pgid, "reason", why)
-			delete(s.covered, pgid)
+			s.drop(pgid)
 			continue
 		}
-		ok, why := s.holds(pgid, l)
-		if !ok {
-			if why != "" {
-				s.log.Warn("supervise: not signalling", "pgid", pgid, "signal", sig.String(), "reason", why)
+		tried, err := false, error(nil)
+		if l.held {
+			tried, err = signalByLeader(l.pidfd, sig)
+		}
+		if !tried {
+			ok, why := s.holds(pgid, l)
+			if !ok {
+				if why != "" {
+					s.log.Warn("supervise: not signalling", "pgid", pgid, "signal", sig.String(), "reason", why)
+				}
+				s.drop(pgid)
+				continue
 			}
-			delete(s.covered, pgid)
-			continue
+			err = unix.Kill(-pgid, sig)
 		}
-		switch err := unix.Kill(-pgid, sig); err {
+		switch err {
 		case nil:
 		case unix.ESRCH:
-			delete(s.covered, pgid)
+			s.drop(pgid)
 		default:
 			s.log.Warn("supervise: signal failed", "pgid", pgid, "signal", sig.String(), "err", err)
 		}

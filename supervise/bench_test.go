@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -110,8 +113,11 @@ func benchOwnerDeath(b *testing.B, n int) {
 }
 
 // BenchmarkSupervisorStart measures a supervisor's cold start: from Client.Start to the
-// supervisor's readiness byte (it has set up and is about to read its pipe). The baselines put it
-// in proportion on the machine at hand: the same binary started to exit, and /bin/true.
+// supervisor's readiness byte (it has set up and is about to read its pipe), here in this test
+// binary and, as program=minimal, in the smallest Go program that imports custody
+// (testdata/coldstart, built with the go command). The baselines put it in proportion on the
+// machine at hand: the test binary started to exit, a Go program that writes one byte
+// (testdata/hello) timed to that byte, and /bin/true.
 func BenchmarkSupervisorStart(b *testing.B) {
 	b.Run("supervisor", func(b *testing.B) {
 		var ds []time.Duration
@@ -125,6 +131,44 @@ func BenchmarkSupervisorStart(b *testing.B) {
 			b.StopTimer()
 			c.Close()
 			b.StartTimer()
+		}
+		reportDurations(b, ds)
+	})
+	b.Run("program=minimal", func(b *testing.B) {
+		bin := buildTestdata(b, "coldstart")
+		out, err := exec.Command(bin, "-n", strconv.Itoa(b.N)).Output()
+		if err != nil {
+			b.Fatalf("coldstart: %v", err)
+		}
+		var ds []time.Duration
+		for _, f := range strings.Fields(string(out)) {
+			ns, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				b.Fatalf("coldstart printed %q", f)
+			}
+			ds = append(ds, time.Duration(ns))
+		}
+		reportDurations(b, ds)
+	})
+	b.Run("baseline=go-hello", func(b *testing.B) {
+		bin := buildTestdata(b, "hello")
+		var ds []time.Duration
+		for range b.N {
+			cmd := exec.Command(bin)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			var one [1]byte
+			if _, err := out.Read(one[:]); err != nil {
+				b.Fatalf("hello: %v", err)
+			}
+			ds = append(ds, time.Since(start))
+			cmd.Wait()
 		}
 		reportDurations(b, ds)
 	})
@@ -193,6 +237,20 @@ func BenchmarkSupervisorRSS(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// buildTestdata builds the program in testdata/name with the go command and returns its path.
+func buildTestdata(b *testing.B, name string) string {
+	b.Helper()
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		b.Skipf("no go command to build testdata/%s: %v", name, err)
+	}
+	bin := filepath.Join(b.TempDir(), name)
+	if out, err := exec.Command(gocmd, "build", "-o", bin, "./testdata/"+name).CombinedOutput(); err != nil {
+		b.Fatalf("go build testdata/%s: %v\n%s", name, err, out)
+	}
+	return bin
 }
 
 // reportDurations adds the median and the maximum, in milliseconds, to a benchmark's figures.

@@ -5,14 +5,9 @@ go 1.26.0
 require (
 	github.com/creack/pty v1.1.24
 	github.com/google/go-cmp v0.7.0
-	github.com/spf13/cobra v1.10.2
 	github.com/tidwall/gjson v1.20.3
+	github.com/urfave/cli/v3 v3.14.0
 	golang.org/x/sys v0.50.0
-)
-
-require (
-	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
 )
 
 require (

@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
@@ -53,17 +53,17 @@ type doctorReport struct {
 	Ledger   ledgerHealth `json:"ledger"`
 }
 
-func newDoctor(g *globals) *cobra.Command {
+func newDoctor(g *globals) *cli.Command {
 	o := &doctorOptions{globals: g}
-	cmd := &cobra.Command{
-		Use:   "doctor [--json]",
-		Short: "Report what this machine offers and the ledger's health",
-		Long:  doctorHelp,
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd.Context(), o) },
+	return &cli.Command{
+		Name:         "doctor",
+		Usage:        "Report what this machine offers and the ledger's health",
+		UsageText:    "custody doctor [--json]",
+		Description:  doctorHelp,
+		ArgValidator: noArgs,
+		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print one JSON document"}},
+		Action:       func(ctx context.Context, _ *cli.Command) error { return runDoctor(ctx, o) },
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON document")
-	return cmd
 }
 
 func runDoctor(ctx context.Context, o *doctorOptions) error {

@@ -46,9 +46,7 @@ func Main() int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) exitCode {
-	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := newRoot(stdout, stderr).Run(ctx, append([]string{"custody"}, args...))
 	return report(err, stderr)
 }
 

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/ledger"
 )
@@ -34,18 +34,21 @@ EXIT STATUS
   1   the ledger could not be read
   2   bad flags or arguments`
 
-func newPs(g *globals) *cobra.Command {
+func newPs(g *globals) *cli.Command {
 	o := &psOptions{globals: g}
-	cmd := &cobra.Command{
-		Use:   "ps [--all] [--json]",
-		Short: "List registered processes and whether they live",
-		Long:  psHelp,
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runPs(cmd.Context(), o) },
+	return &cli.Command{
+		Name:         "ps",
+		Usage:        "List registered processes and whether they live",
+		UsageText:    "custody ps [--all] [--json]",
+		Description:  psHelp,
+		ArgValidator: noArgs,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Destination: &o.all, Usage: "include rows of other installs"},
+			&cli.BoolFlag{Name: "json", Destination: &o.json,
+				Usage: "print one JSON array of rows with state and spawner_state added"},
+		},
+		Action: func(ctx context.Context, _ *cli.Command) error { return runPs(ctx, o) },
 	}
-	cmd.Flags().BoolVar(&o.all, "all", false, "include rows of other installs")
-	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON array of rows with state and spawner_state added")
-	return cmd
 }
 
 func runPs(ctx context.Context, o *psOptions) error {

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/reap"
 	"github.com/custody-dev/custody/stop"
@@ -40,21 +40,24 @@ EXIT STATUS
   3   some reaped row's outcome is no-authority, permission-denied or timed-out
   11  the ledger lock was held too long when dropping rows`
 
-func newReap(g *globals) *cobra.Command {
+func newReap(g *globals) *cli.Command {
 	o := &reapOptions{globals: g}
-	cmd := &cobra.Command{
-		Use:   "reap [--dry-run] [--json]",
-		Short: "Stop orphans of crashed sessions, only with proof",
-		Long:  reapHelp,
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runReap(cmd.Context(), o) },
+	return &cli.Command{
+		Name:         "reap",
+		Usage:        "Stop orphans of crashed sessions, only with proof",
+		UsageText:    "custody reap [--dry-run] [--json]",
+		Description:  reapHelp,
+		ArgValidator: noArgs,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Destination: &o.all, Usage: "consider rows of every install"},
+			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun,
+				Usage: "signal nothing, change nothing; report the same decisions"},
+			&cli.DurationFlag{Name: "grace", Value: stop.DefaultGrace, Destination: &o.grace,
+				Usage: "time between SIGTERM and SIGKILL"},
+			&cli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print one JSON array of decisions"},
+		},
+		Action: func(ctx context.Context, _ *cli.Command) error { return runReap(ctx, o) },
 	}
-	f := cmd.Flags()
-	f.BoolVar(&o.dryRun, "dry-run", false, "signal nothing, change nothing; report the same decisions")
-	f.BoolVar(&o.json, "json", false, "print one JSON array of decisions")
-	f.BoolVar(&o.all, "all", false, "consider rows of every install")
-	f.DurationVar(&o.grace, "grace", stop.DefaultGrace, "time between SIGTERM and SIGKILL")
-	return cmd
 }
 
 func runReap(ctx context.Context, o *reapOptions) error {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/spf13/cobra"
+	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
@@ -34,22 +34,26 @@ EXIT STATUS
   2   bad flags or arguments
   11  the ledger lock was held too long by another process`
 
-func newRegister(g *globals) *cobra.Command {
+func newRegister(g *globals) *cli.Command {
 	o := &registerOptions{globals: g}
-	cmd := &cobra.Command{
-		Use:   "register --pid PID [--purpose P] [--keep]",
-		Short: "Record a child process the caller started",
-		Long:  registerHelp,
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runRegister(cmd.Context(), o) },
+	return &cli.Command{
+		Name:         "register",
+		Usage:        "Record a child process the caller started",
+		UsageText:    "custody register --pid PID [--purpose P] [--keep]",
+		Description:  registerHelp,
+		ArgValidator: noArgs,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "host", Destination: &o.host, Usage: "host the process serves on, if any"},
+			&cli.BoolFlag{Name: "keep", Destination: &o.keep, Usage: "never let reap stop it"},
+			// Checked by runRegister rather than Required: a missing --pid is then a usage error.
+			&cli.StringFlag{Name: "pid", Destination: &o.pid, Usage: "the process to record (required)"},
+			&cli.IntFlag{Name: "port", Destination: &o.port, HideDefault: true,
+				Usage: "port the process serves on, if any"},
+			&cli.StringFlag{Name: "purpose", Value: "helper", Destination: &o.purpose,
+				Usage: "what it is for: serve, gateway, mcp-helper, …"},
+		},
+		Action: func(ctx context.Context, _ *cli.Command) error { return runRegister(ctx, o) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.pid, "pid", "", "the process to record (required)")
-	f.StringVar(&o.purpose, "purpose", "helper", "what it is for: serve, gateway, mcp-helper, …")
-	f.BoolVar(&o.keep, "keep", false, "never let reap stop it")
-	f.StringVar(&o.host, "host", "", "host the process serves on, if any")
-	f.IntVar(&o.port, "port", 0, "port the process serves on, if any")
-	return cmd
 }
 
 // parsePID accepts a decimal PID > 0 that fits a pid_t (32-bit on every OS custody supports).

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"io"
+	"slices"
 
-	"github.com/spf13/cobra"
+	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/tag"
@@ -44,42 +46,139 @@ EXIT STATUS
   3   stop or reap: some process was not seen to exit
   11  the ledger lock was held too long by another process; nothing was written`
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+// The help layouts. urfave/cli renders them through a tabwriter: a flag's String is its names and
+// placeholder, a tab, then its usage and default, so each block of flags lines up on its own.
+const (
+	rootTemplate = `{{.Description}}
+
+Usage:
+  custody [flags]
+  custody [command]
+
+Available Commands:{{range .Commands}}
+  {{.Name}}	{{.Usage}}{{end}}
+
+Flags:{{range .VisibleFlags}}
+  {{.String}}{{end}}
+
+Use "custody [command] --help" for more information about a command.
+`
+	commandTemplate = `{{.Description}}
+
+Usage:
+  {{.UsageText}}
+
+Flags:{{range .VisibleFlags}}
+  {{.String}}{{end}}{{if .VisiblePersistentFlags}}
+
+Global Flags:{{range .VisiblePersistentFlags}}
+  {{.String}}{{end}}{{end}}
+`
+)
+
+func newRoot(stdout, stderr io.Writer) *cli.Command {
 	g := &globals{stdout: stdout, stderr: stderr}
-	root := &cobra.Command{
-		Use:           "custody",
-		Short:         "Process custody: owned, identified, provably stopped child processes",
-		Long:          rootHelp,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		// Runnable, so that an unknown command reaches the argument check below as bad input.
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	root := &cli.Command{
+		Name:        "custody",
+		Usage:       "Process custody: owned, identified, provably stopped child processes",
+		Description: rootHelp,
+		Writer:      stdout,
+		ErrWriter:   stderr,
+		// Without its own handler urfave/cli calls os.Exit for an error that carries an exit code;
+		// report maps errors to exit codes, and only report.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		// The built-in help subcommand would be added to every verb too, where it would take a
+		// positional argument: `custody run help` would print help instead of running help. The
+		// root gets its own help command instead.
+		HideHelpCommand:               true,
+		CustomRootCommandHelpTemplate: rootTemplate,
+		// Persistent: every command takes them, before or after its name.
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "install-root", Destination: &g.installRoot,
+				Usage: "install root whose hash names this install (default: the executable's directory)"},
+			&cli.StringFlag{Name: "ledger", Destination: &g.ledger,
+				Usage: "ledger file (default $CUSTODY_LEDGER, else the user's state directory)"},
+			&cli.StringFlag{Name: "tag-env", Destination: &g.tagEnv,
+				Usage: "name of the spawn tag variable (default $CUSTODY_TAG_ENV, else CUSTODY_SPAWN)"},
+		},
+		Commands: []*cli.Command{newDoctor(g), newHelp(), newPs(g), newReap(g), newRegister(g), newRun(g),
+			newStop(g), newSupervise(g)},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := noArgs(ctx, cmd); err != nil { // an unknown command is bad input, not a failure
+				return err
+			}
+			return cli.ShowRootCommandHelp(cmd)
+		},
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.ledger, "ledger", "", "ledger file (default $CUSTODY_LEDGER, else the user's state directory)")
-	pf.StringVar(&g.tagEnv, "tag-env", "", "name of the spawn tag variable (default $CUSTODY_TAG_ENV, else CUSTODY_SPAWN)")
-	pf.StringVar(&g.installRoot, "install-root", "", "install root whose hash names this install (default: the executable's directory)")
-	root.AddCommand(newRun(g), newPs(g), newRegister(g), newStop(g), newReap(g), newSupervise(g), newDoctor(g))
-	root.Args = cobra.NoArgs // an unknown command is then bad input, not a failure
-	for _, c := range append(root.Commands(), root) {
-		c.Args = wrapArgs(c.Args)
-	}
+	root.Walk(func(c *cli.Command) error {
+		// A flag error is bad input: exit 2, one line, and no help on stderr.
+		c.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error { return usageError{err} }
+		// --help followed by an argument that names no subcommand (`custody run --help sh`) asks
+		// for the command's own help, not for a missing help topic.
+		c.CommandNotFound = func(ctx context.Context, cmd *cli.Command, _ string) { showHelp(ctx, cmd) }
+		if c != root {
+			c.CustomHelpTemplate = commandTemplate
+		}
+		return nil
+	})
 	return root
 }
 
-// wrapArgs makes positional-argument errors usage errors.
-func wrapArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	if check == nil {
-		return nil
+// newHelp is the root's help command: `custody help [command]`.
+func newHelp() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Usage:     "Help about any command",
+		UsageText: "custody help [command]",
+		Description: `Help provides help for any command in the application.
+Simply type custody help [path to command] for full details.`,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			root := cmd.Root()
+			if sub := root.Command(cmd.Args().First()); sub != nil {
+				return showHelp(ctx, sub)
+			}
+			return showHelp(ctx, root) // no topic, or an unknown one
+		},
 	}
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return usageError{err}
+}
+
+// showHelp prints cmd's help on standard output.
+func showHelp(ctx context.Context, cmd *cli.Command) error {
+	if lineage := cmd.Lineage(); len(lineage) > 1 {
+		return cli.ShowCommandHelp(ctx, lineage[1], cmd.Name)
+	}
+	return cli.ShowRootCommandHelp(cmd)
+}
+
+// noArgs refuses positional arguments.
+func noArgs(_ context.Context, cmd *cli.Command) error {
+	if cmd.NArg() > 0 {
+		return usagef("unknown command %q for %q", cmd.Args().First(), cmd.FullName())
+	}
+	return nil
+}
+
+// minArgs requires n positional arguments or more.
+func minArgs(n int) cli.ArgValidatorFunc {
+	return func(_ context.Context, cmd *cli.Command) error {
+		if cmd.NArg() < n {
+			return usagef("requires at least %d arg(s), only received %d", n, cmd.NArg())
 		}
 		return nil
 	}
+}
+
+// argsAsGiven returns cmd's positional arguments exactly as given, for a command whose flag
+// parsing stops at its first positional argument (StopOnNthArg 1), such as run's CMD. What follows
+// that argument reaches the action verbatim, except for one token: urfave/cli v3 takes a "--"
+// right after it for its own separator and drops it, so `custody run echo -- -n` would run `echo
+// -n`. The arguments cmd was given, the tail of its parent's, show whether it did: counted from
+// the end, the place of the first argument then holds that "--" instead.
+func argsAsGiven(cmd *cli.Command) []string {
+	args := cmd.Args().Slice()
+	given := cmd.Lineage()[1].Args().Tail()
+	if n := len(args); n > 0 && args[0] != "--" && len(given) > n && given[len(given)-n] == "--" {
+		return slices.Insert(args, 1, "--")
+	}
+	return args
 }

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/stop"
@@ -51,24 +51,27 @@ EXIT STATUS
   127     CMD was not found
   11      the ledger lock was held too long by another process; the child was not started`
 
-func newRun(g *globals) *cobra.Command {
+func newRun(g *globals) *cli.Command {
 	o := &runOptions{globals: g}
-	cmd := &cobra.Command{
-		Use:   "run [--purpose P] [--grace D] [--keep] -- CMD [ARGS]",
-		Short: "Run a command as an owned child that dies with custody",
-		Long:  runHelp,
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.argv = args
-			return runRun(cmd.Context(), o)
+	return &cli.Command{
+		Name:         "run",
+		Usage:        "Run a command as an owned child that dies with custody",
+		UsageText:    "custody run [--purpose P] [--grace D] [--keep] -- CMD [ARGS]",
+		Description:  runHelp,
+		StopOnNthArg: new(1), // flags after CMD belong to CMD
+		ArgValidator: minArgs(1),
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
+				Usage: "time between SIGTERM and SIGKILL for what is left"},
+			&cli.BoolFlag{Name: "keep", Destination: &o.keep, Usage: "never let reap stop it after a crash"},
+			&cli.StringFlag{Name: "purpose", Value: "run", Destination: &o.purpose,
+				Usage: "what the child is for: serve, gateway, mcp-helper, …"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			o.argv = argsAsGiven(cmd)
+			return runRun(ctx, o)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.purpose, "purpose", "run", "what the child is for: serve, gateway, mcp-helper, …")
-	f.DurationVar(&o.grace, "grace", supervise.DefaultGrace, "time between SIGTERM and SIGKILL for what is left")
-	f.BoolVar(&o.keep, "keep", false, "never let reap stop it after a crash")
-	f.SetInterspersed(false) // flags after CMD belong to CMD
-	return cmd
 }
 
 // forwarded are the signals custody run passes to the child's group.

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/stop"
@@ -43,21 +43,24 @@ EXIT STATUS
   3   some outcome is no-authority, permission-denied or timed-out
   11  the ledger lock was held too long when dropping rows`
 
-func newStop(g *globals) *cobra.Command {
+func newStop(g *globals) *cli.Command {
 	o := &stopOptions{globals: g}
-	cmd := &cobra.Command{
-		Use:   "stop [--grace D] [--json] PID...",
-		Short: "Stop ledgered processes through proven authority",
-		Long:  stopHelp,
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.pids = args
-			return runStop(cmd.Context(), o)
+	return &cli.Command{
+		Name:         "stop",
+		Usage:        "Stop ledgered processes through proven authority",
+		UsageText:    "custody stop [--grace D] [--json] PID...",
+		Description:  stopHelp,
+		ArgValidator: minArgs(1),
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "grace", Value: stop.DefaultGrace, Destination: &o.grace,
+				Usage: "time between SIGTERM and SIGKILL"},
+			&cli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print one JSON array of outcomes"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			o.pids = cmd.Args().Slice()
+			return runStop(ctx, o)
 		},
 	}
-	cmd.Flags().DurationVar(&o.grace, "grace", stop.DefaultGrace, "time between SIGTERM and SIGKILL")
-	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON array of outcomes")
-	return cmd
 }
 
 func runStop(ctx context.Context, o *stopOptions) error {

@@ -1,10 +1,11 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/supervise"
 )
@@ -32,21 +33,25 @@ EXIT STATUS
   1   the supervisor could not run
   2   bad flags or arguments`
 
-func newSupervise(g *globals) *cobra.Command {
+func newSupervise(g *globals) *cli.Command {
 	o := &superviseOptions{globals: g}
-	cmd := &cobra.Command{
-		Use:   "supervise [--owner-pgid P] [--grace D]",
-		Short: "Run the owner-death supervisor on standard input",
-		Long:  superviseHelp,
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+	return &cli.Command{
+		Name:         "supervise",
+		Usage:        "Run the owner-death supervisor on standard input",
+		UsageText:    "custody supervise [--owner-pgid P] [--grace D]",
+		Description:  superviseHelp,
+		ArgValidator: noArgs,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
+				Usage: "time between SIGTERM and SIGKILL"},
+			&cli.IntFlag{Name: "owner-pgid", Value: os.Getppid(), DefaultText: "the parent's PID", Destination: &o.ownerPGID,
+				Usage: "the owner's process group, never signalled"},
+		},
+		Action: func(context.Context, *cli.Command) error {
 			if o.ownerPGID < 0 || o.grace <= 0 {
 				return usagef("supervise: --owner-pgid must be ≥ 0 and --grace positive")
 			}
 			return supervise.Run(supervise.Config{OwnerPGID: o.ownerPGID, Grace: o.grace})
 		},
 	}
-	cmd.Flags().IntVar(&o.ownerPGID, "owner-pgid", os.Getppid(), "the owner's process group, never signalled (default: the parent's PID)")
-	cmd.Flags().DurationVar(&o.grace, "grace", supervise.DefaultGrace, "time between SIGTERM and SIGKILL")
-	return cmd
 }

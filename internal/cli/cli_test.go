@@ -6,10 +6,12 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,11 @@ const (
 
 func TestMain(m *testing.M) {
 	custody.Init() // custody run's supervisor is this binary, re-executed
+	// argv prints its arguments as one JSON array: what custody run passed on.
+	testproc.Register("argv", func(args []string) int {
+		json.NewEncoder(os.Stdout).Encode(args)
+		return 0
+	})
 	testproc.Register("custody", func([]string) int {
 		if next := os.Getenv(nextHelperEnv); next != "" {
 			os.Setenv(helperEnv, next) // what custody run starts inherits it
@@ -104,6 +111,34 @@ func TestHelp(t *testing.T) {
 		r := runCLI(t, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "EXIT STATUS") {
 			t.Errorf("custody %v: exit %d, no EXIT STATUS section:\n%s", args, r.code, r.stdout)
+		}
+	}
+}
+
+// TestRunArgv: everything after CMD, and everything after the first "--", reaches CMD untouched,
+// flags of custody's and a later "--" included.
+func TestRunArgv(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := ledgerPath(t)
+	for _, tc := range []struct {
+		flags, argv []string // custody run [flags] exe [argv]
+	}{
+		{[]string{"--"}, []string{"--grace", "5s", "-h", "--json", "--", "x"}},
+		{[]string{"--grace", "1s", "--"}, []string{"help", "--keep"}},
+		{[]string{"--purpose", "p"}, []string{"--grace", "5s", "--help"}},
+		{nil, []string{"--", "-n"}}, // a "--" right after CMD is CMD's
+		{[]string{"--"}, []string{"--", "--", ""}},
+	} {
+		args := append(append([]string{"--ledger", led, "run"}, tc.flags...), exe)
+		cmd := testproc.Helper(t, "custody", append(args, tc.argv...)...)
+		cmd.Env = append(cmd.Env, nextHelperEnv+"="+testproc.Use("argv"))
+		r := runCmd(t, cmd)
+		var got []string
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 0 || !slices.Equal(got, tc.argv) {
+			t.Errorf("custody run %q exe %q: the child got %q (%v, exit %d, stderr %q)", tc.flags, tc.argv, got, err, r.code, r.stderr)
 		}
 	}
 }

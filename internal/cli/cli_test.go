@@ -115,6 +115,74 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestHelpForms: help is asked for in every way cobra took it, on standard output with exit 0; an
+// argument after --help, or a topic that names no command, gets the help of the command at hand.
+func TestHelpForms(t *testing.T) {
+	const root, run = "Available Commands:", "custody run [--purpose P]"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, root},
+		{[]string{"-h"}, root},
+		{[]string{"help"}, root},
+		{[]string{"help", "frobnicate"}, root},
+		{[]string{"--help", "frobnicate"}, root},
+		{[]string{"help", "run"}, run},
+		{[]string{"--help", "run"}, run},
+		{[]string{"run", "-h"}, run},
+		{[]string{"run", "--help", "sh"}, run},
+		{[]string{"stop", "--help", "42"}, "custody stop [--grace D] [--json] PID..."},
+		{[]string{"supervise", "--help"}, "the owner's process group, never signalled (default: the parent's PID)"},
+	} {
+		r := runCLI(t, tc.args...)
+		if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, tc.want) {
+			t.Errorf("custody %q: exit %d, stderr %q, stdout without %q:\n%s", tc.args, r.code, r.stderr, tc.want, r.stdout)
+		}
+	}
+}
+
+// TestUsageErrors: bad flags and arguments of every command get one line and exit 2, before
+// anything touches the ledger.
+func TestUsageErrors(t *testing.T) {
+	led := ledgerPath(t)
+	for _, args := range [][]string{
+		{"--bogus", "ps"},
+		{"ps", "--bogus"},
+		{"run"},
+		{"run", "--"},
+		{"run", "--grace", "abc", "--", "true"},
+		{"run", "--grace", "0s", "--", "true"},
+		{"run", "--purpose"},
+		{"stop", "--grace", "0s", "1"},
+		{"stop", "--json=maybe", "1"},
+		{"reap", "extra"},
+		{"reap", "--grace", "-1s"},
+		{"doctor", "extra"},
+		{"register", "--pid", "1", "--port", "x"},
+		{"register", "--pid", "1", "--port", "65536"},
+		{"supervise", "--owner-pgid", "x"},
+		{"supervise", "extra"},
+	} {
+		r := runCLI(t, append([]string{"--ledger", led}, args...)...)
+		checkOneLineError(t, strings.Join(args, " "), r, 2)
+	}
+	if _, err := os.Stat(filepath.Dir(led)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("bad input created the ledger's directory: %v", err)
+	}
+}
+
+// TestGlobalFlagsAnywhere: the global flags are taken after the command's name too, and boolean
+// flags take an explicit value.
+func TestGlobalFlagsAnywhere(t *testing.T) {
+	led := ledgerPath(t)
+	r := runCLI(t, "doctor", "--json=true", "--ledger", led)
+	var rep struct{ Ledger struct{ Path string } }
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || rep.Ledger.Path != led {
+		t.Errorf("doctor --json=true --ledger %s: %v (%+v)", led, err, r)
+	}
+}
+
 // TestRunArgv: everything after CMD, and everything after the first "--", reaches CMD untouched,
 // flags of custody's and a later "--" included.
 func TestRunArgv(t *testing.T) {

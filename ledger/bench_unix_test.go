@@ -52,20 +52,33 @@ func liveLedger(b *testing.B, n int) (*ledger.Ledger, procid.Incarnation) {
 }
 
 // BenchmarkAppend registers one more process in a ledger of n live rows (the appended PID replaces
-// its own row each time, so the ledger stays at n+1 rows).
+// its own row each time, so the ledger stays at n+1 rows). handle=fresh opens a new handle for
+// each write, as a process that writes once does (custody register): it reads and parses the
+// file. handle=kept writes through one handle, as an owner does: while nobody else writes, it
+// starts from the rows it wrote last (see Ledger).
 func BenchmarkAppend(b *testing.B) {
 	for _, n := range []int{0, 100, 1000} {
-		b.Run("rows="+strconv.Itoa(n), func(b *testing.B) {
-			l, inc := liveLedger(b, n)
-			self, _ := procid.Self()
-			row := ledger.NewRow(inc, self)
-			ctx := context.Background()
-			for b.Loop() {
-				if _, err := l.Add(ctx, row); err != nil {
-					b.Fatal(err)
-				}
+		for _, fresh := range []bool{true, false} {
+			name := "rows=" + strconv.Itoa(n) + "/handle=kept"
+			if fresh {
+				name = "rows=" + strconv.Itoa(n) + "/handle=fresh"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				l, inc := liveLedger(b, n)
+				self, _ := procid.Self()
+				row := ledger.NewRow(inc, self)
+				ctx := context.Background()
+				for b.Loop() {
+					if fresh {
+						l.Close()
+						l = ledger.Open(l.Path())
+					}
+					if _, err := l.Add(ctx, row); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

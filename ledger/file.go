@@ -208,9 +208,10 @@ func createTemp(path string, size int64) (*os.File, error) {
 	return f, nil
 }
 
-// finishTemp completes f with write, closes it and renames it over path, so a crash at any
-// instant leaves either the old or the new file. No fsync: see the package doc.
-func finishTemp(f *os.File, path string, write func(io.Writer) error) (err error) {
+// finishTemp completes f with write and renames it over path, so a crash at any instant leaves
+// either the old or the new file. No fsync: see the package doc. With keep, f stays open and its
+// FileInfo as written is returned (for a snapshot); otherwise f is closed before the rename.
+func finishTemp(f *os.File, path string, write func(io.Writer) error, keep bool) (fi os.FileInfo, err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -218,15 +219,20 @@ func finishTemp(f *os.File, path string, write func(io.Writer) error) (err error
 		}
 	}()
 	if err := write(f); err != nil {
-		return fmt.Errorf("write ledger: %w", err)
+		return nil, fmt.Errorf("write ledger: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write ledger: %w", err)
+	if keep {
+		fi, err = f.Stat()
+	} else {
+		err = f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write ledger: %w", err)
 	}
 	if err := rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write ledger: %w", err)
+		return nil, fmt.Errorf("write ledger: %w", err)
 	}
-	return nil
+	return fi, nil
 }
 
 // quarantine moves a corrupt ledger aside to the first free name of <path>.corrupt,

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/custody-dev/custody/procid"
@@ -23,18 +24,34 @@ const (
 // ErrNotRegistered is returned by [Ledger.Remove] when no row matches.
 var ErrNotRegistered = errors.New("ledger: process not registered")
 
-// Ledger is a handle on one ledger file. It holds no open file between calls and is safe for use
-// by concurrent goroutines and processes.
+// Ledger is a handle on one ledger file, safe for use by concurrent goroutines and processes.
+// Between writes it keeps the file it last wrote open (not on Windows), with the rows written, so
+// that its next write skips reading and parsing the file when nobody has replaced it since (see
+// snapshot). A handle that has written therefore holds one descriptor and the ledger's bytes
+// until [Ledger.Close]; one that is dropped instead has its descriptor closed by the garbage
+// collector, as any unreachable [os.File].
 type Ledger struct {
 	path string
 	// LockTimeout bounds the wait for the lock; 0 means [DefaultLockTimeout].
 	LockTimeout time.Duration
 	// OnCorrupt, when set, is told of every corrupt file the moment it is quarantined.
 	OnCorrupt func(*CorruptError)
+
+	mu   sync.Mutex
+	last *snapshot
 }
 
 // Open returns a handle on the ledger at path (see [Resolve]). It touches nothing on disk.
 func Open(path string) *Ledger { return &Ledger{path: path} }
+
+// Close lets go of what the handle keeps from its last write. The handle stays usable: its next
+// write reads the file again.
+func (l *Ledger) Close() error {
+	if s := l.takeSnapshot(); s != nil {
+		s.release()
+	}
+	return nil
+}
 
 // Path returns the ledger file's path.
 func (l *Ledger) Path() string { return l.path }

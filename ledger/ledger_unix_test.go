@@ -390,3 +390,69 @@ func TestWritesKeepNoDescriptors(t *testing.T) {
 		return nil
 	})
 }
+
+// TestHandleSeesOtherWriters: a handle starts its next write from the rows it wrote last only
+// while the ledger is still its file. Another handle's write (a rename: a new file) and a foreign
+// program's edit in place (same file, new size) both make it read the file again, so no row is
+// lost; an aborted write leaves the handle able to write.
+func TestHandleSeesOtherWriters(t *testing.T) {
+	ctx := context.Background()
+	pool := cats(t, 5)
+	a := tempLedger(t)
+	b := ledger.Open(a.Path())
+	defer a.Close()
+	defer b.Close()
+	for i, l := range []*ledger.Ledger{a, b, a} {
+		if err := register(l, pool[i], "serve"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := a.Rows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pidsOf(rows), sortedPIDs(pool[0], pool[1], pool[2]); !slices.Equal(got, want) {
+		t.Fatalf("after writes by two handles: pids %v, want %v", got, want)
+	}
+	tx, err := a.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.Abort()
+	if err := register(a, pool[3], "serve"); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err = b.Rows(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pidsOf(rows), sortedPIDs(pool[0], pool[1], pool[2], pool[3]); !slices.Equal(got, want) {
+		t.Fatalf("after an aborted write and a write: pids %v, want %v", got, want)
+	}
+
+	// A foreign editor rewrites the file in place, keeping only pool[1]'s row.
+	var kept []byte
+	for _, r := range rows {
+		if r.PID == pool[1] {
+			if kept, err = json.Marshal(r.Decoded()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f, err := os.OpenFile(a.Path(), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(append(append([]byte("[\n"), kept...), "\n]\n"...)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := register(a, pool[4], "serve"); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err = b.Rows(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pidsOf(rows), sortedPIDs(pool[1], pool[4]); !slices.Equal(got, want) {
+		t.Errorf("after an edit in place and a write: pids %v, want %v", got, want)
+	}
+}

@@ -8,6 +8,10 @@ import "os"
 // replaces a file that readers hold open, so they need none.
 const readersLock = false
 
+// holdFiles says whether a writer may keep a ledger file open through a rename over it (see
+// releaseReplaced and snapshot): POSIX lets a rename replace an open file.
+const holdFiles = true
+
 func rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
 
 // readAll reads the ledger; with hold it returns the file still open, for the writer to release

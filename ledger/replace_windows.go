@@ -23,6 +23,10 @@ import (
 // readersLock says whether readers take the lock, shared, before they read.
 const readersLock = true
 
+// holdFiles says whether a writer may keep a ledger file open through a rename over it: not here,
+// where that rename fails.
+const holdFiles = false
+
 // retryWindow bounds the retries of one rename or read.
 const retryWindow = 2 * time.Second
 

@@ -40,6 +40,9 @@ type Row struct {
 	Owner             *int    `json:"owner,omitempty"`               // PID of the owner holding its supervisor
 
 	raw []byte // the row as read, written back verbatim while unchanged
+	// identityOnly: decoded from raw with the identity fields only, as the write path reads, and
+	// unchanged by Set since (see snapshotRows).
+	identityOnly bool
 }
 
 // Record returns what the row remembers of its process's incarnation.
@@ -79,6 +82,7 @@ func (r *Row) Set(key string, v any) error {
 		return fmt.Errorf("ledger: set %s: %w", key, err)
 	}
 	r.decodeField(key, val)
+	r.identityOnly = false
 	return nil
 }
 
@@ -115,6 +119,7 @@ func decodeRow(raw []byte, full bool) (r Row, ok bool) {
 		return true
 	})
 	r.raw = raw
+	r.identityOnly = !full
 	return r, isObj && r.PID > 0
 }
 

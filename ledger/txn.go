@@ -49,17 +49,28 @@ func (l *Ledger) begin(ctx context.Context, probe bool) (tx *Txn, err error) {
 			tx.Abort()
 		}
 	}()
-	removeStaleTemps(l.path)
-	tx.buf = readBufs.Get().(*[]byte)
-	p, data, old, err := l.readLocked(&tx.rep, *tx.buf)
-	*tx.buf, tx.old = data, old
-	if err != nil {
-		return nil, err
+	var rows []Row
+	var size int64
+	if s := l.takeSnapshot(); s != nil && s.current(l.path) {
+		// The ledger is the file this handle wrote last: its rows are known. Temporary files of
+		// writers that died since are left to the next full read.
+		rows, size, tx.buf, tx.old = s.rows, s.fi.Size(), s.buf, s.file
+	} else {
+		if s != nil {
+			s.release()
+		}
+		removeStaleTemps(l.path)
+		tx.buf = readBufs.Get().(*[]byte)
+		p, data, old, err := l.readLocked(&tx.rep, *tx.buf)
+		*tx.buf, tx.old = data, old
+		if err != nil {
+			return nil, err
+		}
+		rows, size, tx.rep.Malformed = p.rows, int64(len(data)), p.malformed
 	}
-	tx.rows = prune(p.rows, &tx.rep, probe)
-	tx.rep.Malformed = p.malformed
+	tx.rows = prune(rows, &tx.rep, probe)
 	// Room for the kept rows and one more: most writes add or drop a row.
-	if tx.tmp, err = createTemp(l.path, int64(len(data))+rowRoom); err != nil {
+	if tx.tmp, err = createTemp(l.path, size+rowRoom); err != nil {
 		return nil, err
 	}
 	return tx, nil
@@ -77,7 +88,7 @@ func (tx *Txn) Commit(replaced []int, fn func(rows []Row) ([]Row, error)) (Repor
 	}
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.rep, tx.finish(tmp, func(w io.Writer) error {
+	return tx.rep, tx.finish(tmp, rows, func(w io.Writer) error {
 		if tx.prewritten { // the change is not a plain append: start the file again
 			if err := tmp.Truncate(0); err != nil {
 				return err
@@ -147,17 +158,31 @@ func (tx *Txn) Append(row Row) (Report, error) {
 	if err != nil {
 		return tx.rep, err
 	}
+	row.raw = raw // for the snapshot, which would encode it again
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.rep, tx.finish(tmp, func(w io.Writer) error { return encodeClose(w, len(tx.rows), raw) })
+	return tx.rep, tx.finish(tmp, append(tx.rows, row), func(w io.Writer) error {
+		return encodeClose(w, len(tx.rows), raw)
+	})
 }
 
-// finish writes and renames the temporary file over the ledger, then lets the replaced file go.
-func (tx *Txn) finish(tmp *os.File, write func(io.Writer) error) error {
-	if err := finishTemp(tmp, tx.l.path, write); err != nil {
+// finish writes and renames the temporary file over the ledger, then lets the replaced file go
+// and keeps the new one, with rows, as the handle's snapshot where files may be held.
+func (tx *Txn) finish(tmp *os.File, rows []Row, write func(io.Writer) error) error {
+	fi, err := finishTemp(tmp, tx.l.path, write, holdFiles)
+	if err != nil {
 		return err
 	}
 	releaseReplaced(tx.old)
 	tx.old = nil
+	if !holdFiles {
+		return nil
+	}
+	if rows, err = snapshotRows(rows); err != nil { // cannot happen: the rows were just encoded
+		closeHeld(tmp)
+		return nil
+	}
+	tx.l.keepSnapshot(&snapshot{file: tmp, fi: fi, buf: tx.buf, rows: rows})
+	tx.buf, tx.rows = nil, nil // the snapshot's now
 	return nil
 }

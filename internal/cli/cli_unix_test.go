@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody/internal/testproc"
 )
@@ -149,5 +151,40 @@ func TestDoctor(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(led); string(b) != "nope" {
 		t.Errorf("doctor changed the corrupt ledger")
+	}
+}
+
+// TestSuperviseDiesOnSIGTERM: `custody supervise` keeps SIGTERM's default action, as the
+// supervisor custody.Init starts does: the command line's own signal handling, which the other
+// verbs use for their cleanup, must not make it immune.
+func TestSuperviseDiesOnSIGTERM(t *testing.T) {
+	cmd := testproc.Helper(t, "custody", "supervise") // Start holds its stdin open
+	ready, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ready.Close()
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Env = append(cmd.Env, "CUSTODY_SUPERVISOR_READY_FD=3")
+	p := testproc.Start(t, cmd)
+	w.Close()
+	if _, err := ready.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("supervisor not ready: %v", err)
+	}
+	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- p.Wait() }()
+	select {
+	case err = <-waited:
+	case <-time.After(10 * time.Second):
+		p.Process.Kill()
+		<-waited
+		t.Fatal("custody supervise still runs 10 s after SIGTERM")
+	}
+	ws, ok := p.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("custody supervise after SIGTERM: %v; want killed by SIGTERM", err)
 	}
 }

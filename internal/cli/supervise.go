@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -51,6 +53,10 @@ func newSupervise(g *globals) *cli.Command {
 			if o.ownerPGID < 0 || o.grace <= 0 {
 				return usagef("supervise: --owner-pgid must be ≥ 0 and --grace positive")
 			}
+			// Main catches SIGINT and SIGTERM for the other verbs' cleanup. The supervisor has
+			// none to do: SIGTERM ends it, as it ends a supervisor started by custody.Init, and
+			// supervise.Run ignores SIGINT itself. Caught, SIGTERM would be swallowed.
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
 			return supervise.Run(supervise.Config{OwnerPGID: o.ownerPGID, Grace: o.grace})
 		},
 	}

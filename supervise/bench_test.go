@@ -115,7 +115,8 @@ func benchOwnerDeath(b *testing.B, n int) {
 // BenchmarkSupervisorStart measures a supervisor's cold start: from Client.Start to the
 // supervisor's readiness byte (it has set up and is about to read its pipe), here in this test
 // binary and, as program=minimal, in the smallest Go program that imports custody
-// (testdata/coldstart, built with the go command). The baselines put it in proportion on the
+// (testdata/coldstart, built with the go command), and as program=custody in the custody binary
+// (`custody supervise`, which `custody run` starts). The baselines put it in proportion on the
 // machine at hand: the test binary started to exit, a Go program that writes one byte
 // (testdata/hello) timed to that byte, and /bin/true.
 func BenchmarkSupervisorStart(b *testing.B) {
@@ -147,6 +148,22 @@ func BenchmarkSupervisorStart(b *testing.B) {
 				b.Fatalf("coldstart printed %q", f)
 			}
 			ds = append(ds, time.Duration(ns))
+		}
+		reportDurations(b, ds)
+	})
+	b.Run("program=custody", func(b *testing.B) {
+		bin := buildTestdata(b, "../cmd/custody")
+		var ds []time.Duration
+		for range b.N {
+			c := &supervise.Client{Command: []string{bin, "supervise"}}
+			start := time.Now()
+			if err := c.Start(); err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(start))
+			b.StopTimer()
+			c.Close()
+			b.StartTimer()
 		}
 		reportDurations(b, ds)
 	})
@@ -239,15 +256,20 @@ func BenchmarkSupervisorRSS(b *testing.B) {
 	}
 }
 
-// buildTestdata builds the program in testdata/name with the go command and returns its path.
+// buildTestdata builds the program in testdata/name (or at name, when it is a relative path) with
+// the go command and returns its path.
 func buildTestdata(b *testing.B, name string) string {
 	b.Helper()
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
 		b.Skipf("no go command to build testdata/%s: %v", name, err)
 	}
-	bin := filepath.Join(b.TempDir(), name)
-	if out, err := exec.Command(gocmd, "build", "-o", bin, "./testdata/"+name).CombinedOutput(); err != nil {
+	pkg := "./testdata/" + name
+	if strings.HasPrefix(name, "../") {
+		pkg = name
+	}
+	bin := filepath.Join(b.TempDir(), filepath.Base(name))
+	if out, err := exec.Command(gocmd, "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 		b.Fatalf("go build testdata/%s: %v\n%s", name, err, out)
 	}
 	return bin

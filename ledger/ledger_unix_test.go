@@ -402,18 +402,24 @@ func TestHandleSeesOtherWriters(t *testing.T) {
 	b := ledger.Open(a.Path())
 	defer a.Close()
 	defer b.Close()
+	// expect reads the ledger through the other handle and checks which PIDs it holds.
+	expect := func(when string, pids ...int) []ledger.Row {
+		t.Helper()
+		rows, err := b.Rows(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := pidsOf(rows), sortedPIDs(pids...); !slices.Equal(got, want) {
+			t.Fatalf("after %s: pids %v, want %v", when, got, want)
+		}
+		return rows
+	}
 	for i, l := range []*ledger.Ledger{a, b, a} {
 		if err := register(l, pool[i], "serve"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rows, err := a.Rows(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := pidsOf(rows), sortedPIDs(pool[0], pool[1], pool[2]); !slices.Equal(got, want) {
-		t.Fatalf("after writes by two handles: pids %v, want %v", got, want)
-	}
+	expect("writes by two handles", pool[0], pool[1], pool[2])
 	tx, err := a.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -422,12 +428,7 @@ func TestHandleSeesOtherWriters(t *testing.T) {
 	if err := register(a, pool[3], "serve"); err != nil {
 		t.Fatal(err)
 	}
-	if rows, err = b.Rows(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := pidsOf(rows), sortedPIDs(pool[0], pool[1], pool[2], pool[3]); !slices.Equal(got, want) {
-		t.Fatalf("after an aborted write and a write: pids %v, want %v", got, want)
-	}
+	rows := expect("an aborted write and a write", pool[0], pool[1], pool[2], pool[3])
 
 	// A foreign editor rewrites the file in place, keeping only pool[1]'s row.
 	var kept []byte
@@ -449,10 +450,5 @@ func TestHandleSeesOtherWriters(t *testing.T) {
 	if err := register(a, pool[4], "serve"); err != nil {
 		t.Fatal(err)
 	}
-	if rows, err = b.Rows(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := pidsOf(rows), sortedPIDs(pool[1], pool[4]); !slices.Equal(got, want) {
-		t.Errorf("after an edit in place and a write: pids %v, want %v", got, want)
-	}
+	expect("an edit in place and a write", pool[1], pool[4])
 }

@@ -21,6 +21,7 @@ const helperEnv = "CUSTODY_TEST_HELPER"
 
 var (
 	helpers = map[string]func(args []string) int{}
+	benches = map[string]bool{}
 	usedMu  sync.Mutex
 	used    = map[string]bool{}
 )
@@ -28,20 +29,21 @@ var (
 // Register names a helper; call it from an init function or TestMain before [Main].
 func Register(name string, fn func(args []string) int) { helpers[name] = fn }
 
-// Main runs the named helper when the binary was started as one, else the tests.
+// RegisterBenchmark is [Register] for a helper that only benchmarks start: [Main] does not
+// require a test to start it, since a run of the tests runs no benchmark.
+func RegisterBenchmark(name string, fn func(args []string) int) {
+	Register(name, fn)
+	benches[name] = true
+}
+
+// Main runs the named helper when the binary was started as one (see [RunHelper]), else the
+// tests.
 func Main(m *testing.M) {
-	if name := os.Getenv(helperEnv); name != "" {
-		fn, ok := helpers[name]
-		if !ok {
-			fmt.Fprintf(os.Stderr, "testproc: no helper %q\n", name)
-			os.Exit(2)
-		}
-		os.Exit(fn(os.Args[1:]))
-	}
+	RunHelper()
 	code := m.Run()
 	if code == 0 && fullRun() {
 		for name := range helpers {
-			if !used[name] {
+			if !used[name] && !benches[name] {
 				fmt.Fprintf(os.Stderr, "testproc: helper %q is registered but no test started it\n", name)
 				code = 1
 			}
@@ -50,11 +52,32 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// RunHelper runs the named helper and exits when the binary was started as one, and returns
+// otherwise. [Main] calls it first; a TestMain calls it itself before set-up that belongs to the
+// test process alone, which a helper must not inherit (becoming a subreaper, say).
+func RunHelper() {
+	name := os.Getenv(helperEnv)
+	if name == "" {
+		return
+	}
+	fn, ok := helpers[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "testproc: no helper %q\n", name)
+		os.Exit(2)
+	}
+	os.Exit(fn(os.Args[1:]))
+}
+
 // fullRun reports whether every test ran with every capability, so that a helper no test started
 // is dead code rather than the helper of a skipped or filtered-out test.
 func fullRun() bool {
-	f := flag.Lookup("test.run")
-	return Privileged() && !testing.Short() && (f == nil || f.Value.String() == "")
+	return Privileged() && !testing.Short() && flagUnset("test.run") && flagUnset("test.skip")
+}
+
+// flagUnset reports whether the named testing flag is absent or empty.
+func flagUnset(name string) bool {
+	f := flag.Lookup(name)
+	return f == nil || f.Value.String() == ""
 }
 
 // Privileged reports whether a missing capability must fail the test rather than skip it.
@@ -103,6 +126,11 @@ func Helper(t testing.TB, name string, args ...string) *exec.Cmd {
 // Env returns the environment assignment that makes the test binary run the named helper, for a
 // helper started by other means than [Helper] (through `env`, or by a program under test).
 func Env(name string) string { return helperEnv + "=" + Use(name) }
+
+// Setenv makes every copy of the test binary that the test starts, until it ends, run the named
+// helper: for a program under test that re-executes [os.Executable] with the environment it
+// inherits. Like t.Setenv, it cannot be used in parallel tests.
+func Setenv(t testing.TB, name string) { t.Setenv(helperEnv, Use(name)) }
 
 // Use marks the named helper as started by a test and returns its name (see [Main]).
 func Use(name string) string {

@@ -14,14 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/supervise"
 )
 
-func init() {
-	registerHelper("noop", func([]string) int { return 0 })
-	benchOnly["noop"] = true
-}
+func init() { testproc.RegisterBenchmark("noop", func([]string) int { return 0 }) }
 
 // BenchmarkOwnerDeath measures the time from the owner's SIGKILL to the exit of every process in
 // N covered groups of TERM-respecting children (cat, blocked on its stdin), as pidfds see it.
@@ -190,14 +188,14 @@ func BenchmarkSupervisorStart(b *testing.B) {
 		reportDurations(b, ds)
 	})
 	exe, _ := os.Executable()
-	markUsed("noop")
+	noop := testproc.Env("noop")
 	for _, base := range []struct {
 		name string
 		cmd  func() *exec.Cmd
 	}{
 		{"baseline=same-binary-exit", func() *exec.Cmd {
 			cmd := exec.Command(exe)
-			cmd.Env = append(os.Environ(), envHelper+"=noop")
+			cmd.Env = append(os.Environ(), noop)
 			return cmd
 		}},
 		{"baseline=bin-true", func() *exec.Cmd { return exec.Command("/bin/true") }},

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/supervise"
 )
@@ -140,7 +141,6 @@ func TestForeignOwner(t *testing.T) {
 	requireCapability(t, "bash", err)
 	_, err = exec.LookPath("mkfifo")
 	requireCapability(t, "mkfifo", err)
-	markUsed("child")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ exec 4>"$dir/sup" # the only write end: children must not inherit it
 rm -r "$dir"
 echo "sup $sup"
 for i in 1 2; do
-	CUSTODY_TEST_HELPER=child "$BIN" <&3 4>&- &
+	env "$HELPER" "$BIN" <&3 4>&- & # $! is BIN's pid: env execs it
 	echo "register $!" >&4
 done
 echo registered
@@ -164,7 +164,7 @@ wait
 `
 	life := newLifeline(t)
 	sh := startProcess(t, "bash", bash, []string{"-c", script},
-		helperOpts{setpgid: true, extra: []*os.File{life}, stdout: true, env: []string{"BIN=" + exe}})
+		helperOpts{setpgid: true, extra: []*os.File{life}, stdout: true, env: []string{"BIN=" + exe, "HELPER=" + testproc.Env("child")}})
 	var lines []string
 	for len(lines) < 4 {
 		lines = append(lines, sh.line(10*time.Second))
@@ -197,8 +197,7 @@ func TestClientYoungDeaths(t *testing.T) {
 	life := newLifeline(t)
 	g := startGroup(t, life)
 	starts := filepath.Join(t.TempDir(), "starts")
-	markUsed("die-young")
-	t.Setenv(envHelper, "die-young")
+	testproc.Setenv(t, "die-young")
 	t.Setenv("DIE_YOUNG_LOG", starts)
 	exe, _ := os.Executable()
 	c := &supervise.Client{Command: []string{exe}}
@@ -228,8 +227,7 @@ func TestClientYoungDeaths(t *testing.T) {
 func TestClientCommand(t *testing.T) {
 	life := newLifeline(t)
 	covered, released := startGroup(t, life), startGroup(t, life)
-	markUsed("supervise-cli")
-	t.Setenv(envHelper, "supervise-cli")
+	testproc.Setenv(t, "supervise-cli")
 	exe, _ := os.Executable()
 	c := &supervise.Client{Command: []string{exe}, Grace: time.Second}
 	for _, g := range []group{covered, released} {

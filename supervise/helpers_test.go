@@ -17,16 +17,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/supervise"
 	"golang.org/x/sys/unix"
 )
 
 func init() {
-	registerHelper("child", helperChild)
-	registerHelper("owner", helperOwner)
-	registerHelper("die-young", helperDieYoung)
-	registerHelper("supervise-cli", helperSuperviseCLI)
+	testproc.Register("child", helperChild)
+	testproc.Register("owner", helperOwner)
+	testproc.Register("die-young", helperDieYoung)
+	testproc.Register("supervise-cli", helperSuperviseCLI)
 }
 
 // helperChild is a worker: it reports "ready <pid> <start>" (after its grandchild's, with
@@ -184,7 +185,7 @@ func (o *owner) spawn(kind string, flags []string) error {
 	switch kind {
 	case "child":
 		cmd = exec.Command(exe, flags...)
-		cmd.Env = append(os.Environ(), envHelper+"=child")
+		cmd.Env = append(os.Environ(), testproc.Env("child"))
 	case "cat":
 		cmd = exec.Command("cat") // TERM-respecting and light; exits at the lifeline's EOF
 	default:

@@ -6,75 +6,33 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/custody-dev/custody/internal/testid"
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/supervise"
 )
 
-// envHelper names the helper a re-executed test binary runs instead of the tests.
-const envHelper = "CUSTODY_TEST_HELPER"
-
 // envRequire makes a missing capability fail the tests that need it instead of skipping them.
 const envRequire = "CUSTODY_REQUIRE_PRIVILEGED"
-
-var (
-	helpers     = map[string]func(args []string) int{}
-	helpersMu   sync.Mutex
-	helpersUsed = map[string]bool{}
-	benchOnly   = map[string]bool{} // helpers only benchmarks use: not required in a test run
-)
-
-// registerHelper makes the test binary, run with $CUSTODY_TEST_HELPER=name, act as a helper
-// process: f gets the arguments and returns the exit code.
-func registerHelper(name string, f func(args []string) int) { helpers[name] = f }
 
 func TestMain(m *testing.M) {
 	// The Client's default supervisor re-executes this binary: Init turns that copy into it.
 	supervise.Init()
-	if name := os.Getenv(envHelper); name != "" {
-		f := helpers[name]
-		if f == nil {
-			fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
-			os.Exit(2)
-		}
-		os.Exit(f(os.Args[1:]))
-	}
-	flag.Parse()
+	testproc.RunHelper()
 	if err := becomeReaper(); err != nil {
 		reaperErr = err
 	}
-	code := m.Run()
-	if code == 0 && fullRun() {
-		for name := range helpers {
-			if !helpersUsed[name] && !benchOnly[name] {
-				fmt.Fprintf(os.Stderr, "FAIL: helper %q registered but never used\n", name)
-				code = 1
-			}
-		}
-	}
-	os.Exit(code)
-}
-
-// fullRun reports whether every test ran (no -run filter, not -short), so that an unused helper
-// is a finding rather than a filter's effect.
-func fullRun() bool {
-	run := flag.Lookup("test.run")
-	short := flag.Lookup("test.short")
-	bench := flag.Lookup("test.bench")
-	return run != nil && run.Value.String() == "" && short != nil && short.Value.String() == "false" &&
-		bench != nil && bench.Value.String() == ""
+	testproc.Main(m)
 }
 
 // reaperErr says why this test process could not become the reaper of its orphaned descendants.
@@ -87,7 +45,7 @@ func requireCapability(tb testing.TB, what string, err error) {
 	if err == nil {
 		return
 	}
-	if os.Getenv(envRequire) == "1" {
+	if testproc.Privileged() {
 		tb.Fatalf("%s required ($%s=1): %v", what, envRequire, err)
 	}
 	tb.Skipf("skipping: %s not available: %v", what, err)
@@ -119,20 +77,12 @@ type helperProc struct {
 // deadline nears, has Pdeathsig SIGKILL on Linux, and its stderr goes to t.Logf.
 func startHelper(tb testing.TB, name string, args []string, o helperOpts) *helperProc {
 	tb.Helper()
-	markUsed(name)
 	exe, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	o.env = append([]string{envHelper + "=" + name}, o.env...)
+	o.env = append([]string{testproc.Env(name)}, o.env...)
 	return startProcess(tb, name, exe, args, o)
-}
-
-// markUsed records that a helper ran, for helpers started by something other than startHelper.
-func markUsed(name string) {
-	helpersMu.Lock()
-	helpersUsed[name] = true
-	helpersMu.Unlock()
 }
 
 // startProcess starts any program under the same rules as startHelper.

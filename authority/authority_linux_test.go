@@ -15,13 +15,12 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	registerHelper("signal-as-nobody", helperSignalAsNobody)
-}
+func init() { testproc.Register("signal-as-nobody", helperSignalAsNobody) }
 
 func TestPidfdProbe(t *testing.T) {
 	if err := authority.ProbePidfd(); err != nil {
@@ -64,7 +63,6 @@ func TestAcquireOtherBoot(t *testing.T) {
 // TestSignalPermissionDenied signals a root-owned process from uid 65534: pidfd_open and the
 // proof succeed across users, the signal is refused, and the refusal is detectable.
 func TestSignalPermissionDenied(t *testing.T) {
-	claimHelper("signal-as-nobody")
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "needs root to run a helper as uid 65534 (euid %d)", os.Geteuid())
 	}

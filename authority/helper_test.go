@@ -5,59 +5,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 )
 
-// The test binary is the helper process: TestMain runs the helper named by helperEnv.
-const helperEnv = "CUSTODY_AUTHORITY_HELPER"
+func init() { testproc.Register("sleep", helperSleep) }
 
-var (
-	helpers     = map[string]func(args []string) int{}
-	helpersUsed sync.Map
-)
-
-func registerHelper(name string, fn func(args []string) int) { helpers[name] = fn }
-
-// claimHelper counts a helper as used by a test that may skip before starting it: the skip is
-// loud already.
-func claimHelper(name string) { helpersUsed.Store(name, true) }
-
-func init() {
-	registerHelper("sleep", helperSleep)
-}
-
-func TestMain(m *testing.M) {
-	if name := os.Getenv(helperEnv); name != "" {
-		fn, ok := helpers[name]
-		if !ok {
-			fmt.Fprintf(os.Stderr, "no helper %q\n", name)
-			os.Exit(2)
-		}
-		os.Exit(fn(os.Args[1:]))
-	}
-	flag.Parse()
-	code := m.Run()
-	// A helper no test started means a test silently stopped exercising what it claims to.
-	if code == 0 && flag.Lookup("test.run").Value.String() == "" && flag.Lookup("test.skip").Value.String() == "" {
-		for name := range helpers {
-			if _, ok := helpersUsed.Load(name); !ok {
-				fmt.Fprintf(os.Stderr, "helper %q registered but never used\n", name)
-				code = 1
-			}
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testproc.Main(m) }
 
 // helperSleep reports "ready", answers each "ping" line with "pong" (a round trip proves it
 // alive and unsignalled), and exits 0 at EOF on stdin: its lifeline, so a broken test cannot
@@ -91,7 +53,6 @@ type child struct {
 // SysProcAttr). Cleanup kills it by handle if the test left it running, and fails the test then.
 func startHelper(t testing.TB, name string, configure func(*exec.Cmd), args ...string) *child {
 	t.Helper()
-	helpersUsed.Store(name, true)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +60,7 @@ func startHelper(t testing.TB, name string, configure func(*exec.Cmd), args ...s
 	ctx, cancel := context.WithTimeout(context.Background(), helperTimeout(t))
 	cmd := exec.CommandContext(ctx, exe, args...)
 	// A race-enabled binary sleeps a second at exit (atexit_sleep_ms) unless told otherwise.
-	cmd.Env = append(os.Environ(), helperEnv+"="+name, "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), testproc.Env(name), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 	cmd.Cancel = func() error { return cancelSignal(cmd.Process) }
 	cmd.WaitDelay = 5 * time.Second
 	setDeathSignal(cmd)

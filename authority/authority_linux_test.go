@@ -24,7 +24,7 @@ func init() { testproc.Register("signal-as-nobody", helperSignalAsNobody) }
 
 func TestPidfdProbe(t *testing.T) {
 	if err := authority.ProbePidfd(); err != nil {
-		skipOrFail(t, "pidfd unavailable: %v", err)
+		testproc.Skip(t, "pidfd unavailable: %v", err)
 	}
 	if err := authority.PidfdError(); err != nil {
 		t.Fatalf("PidfdError() = %v after a successful probe", err)
@@ -64,7 +64,7 @@ func TestAcquireOtherBoot(t *testing.T) {
 // proof succeed across users, the signal is refused, and the refusal is detectable.
 func TestSignalPermissionDenied(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root to run a helper as uid 65534 (euid %d)", os.Geteuid())
+		testproc.Skip(t, "needs root to run a helper as uid 65534 (euid %d)", os.Geteuid())
 	}
 	target := startHelper(t, "sleep", setpgid)
 	inc := target.incarnation()
@@ -124,7 +124,7 @@ func TestPIDReuseWitness(t *testing.T) {
 		return
 	}
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root for a PID namespace and ns_last_pid (euid %d)", os.Geteuid())
+		testproc.Skip(t, "needs root for a PID namespace and ns_last_pid (euid %d)", os.Geteuid())
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -144,7 +144,7 @@ func TestPIDReuseWitness(t *testing.T) {
 	t.Logf("inside a new PID namespace:\n%s", out)
 	var se *os.SyscallError
 	if errors.As(err, &se) && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
-		skipOrFail(t, "cannot create a PID namespace: %v", err)
+		testproc.Skip(t, "cannot create a PID namespace: %v", err)
 	}
 	if err != nil {
 		t.Fatalf("inner test: %v", err)

@@ -208,18 +208,6 @@ func replace[T any](t testing.TB, p *T, v T) {
 	t.Cleanup(func() { *p = old })
 }
 
-// privileged reports whether a missing capability must fail a test instead of skipping it.
-func privileged() bool { return os.Getenv("CUSTODY_REQUIRE_PRIVILEGED") == "1" }
-
-// skipOrFail skips naming the missing capability, or fails under CUSTODY_REQUIRE_PRIVILEGED=1.
-func skipOrFail(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if privileged() {
-		t.Fatalf("required capability missing (CUSTODY_REQUIRE_PRIVILEGED=1): "+format, args...)
-	}
-	t.Skipf("skipping: "+format, args...)
-}
-
 func waitCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

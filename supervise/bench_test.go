@@ -118,21 +118,7 @@ func benchOwnerDeath(b *testing.B, n int) {
 // machine at hand: the test binary started to exit, a Go program that writes one byte
 // (testdata/hello) timed to that byte, and /bin/true.
 func BenchmarkSupervisorStart(b *testing.B) {
-	b.Run("supervisor", func(b *testing.B) {
-		var ds []time.Duration
-		for range b.N {
-			c := &supervise.Client{}
-			start := time.Now()
-			if err := c.Start(); err != nil {
-				b.Fatal(err)
-			}
-			ds = append(ds, time.Since(start))
-			b.StopTimer()
-			c.Close()
-			b.StartTimer()
-		}
-		reportDurations(b, ds)
-	})
+	b.Run("supervisor", func(b *testing.B) { benchClientStart(b, nil) })
 	b.Run("program=minimal", func(b *testing.B) {
 		bin := buildTestdata(b, "coldstart")
 		out, err := exec.Command(bin, "-n", strconv.Itoa(b.N)).Output()
@@ -150,20 +136,7 @@ func BenchmarkSupervisorStart(b *testing.B) {
 		reportDurations(b, ds)
 	})
 	b.Run("program=custody", func(b *testing.B) {
-		bin := buildTestdata(b, "../cmd/custody")
-		var ds []time.Duration
-		for range b.N {
-			c := &supervise.Client{Command: []string{bin, "supervise"}}
-			start := time.Now()
-			if err := c.Start(); err != nil {
-				b.Fatal(err)
-			}
-			ds = append(ds, time.Since(start))
-			b.StopTimer()
-			c.Close()
-			b.StartTimer()
-		}
-		reportDurations(b, ds)
+		benchClientStart(b, []string{buildTestdata(b, "../cmd/custody"), "supervise"})
 	})
 	b.Run("baseline=go-hello", func(b *testing.B) {
 		bin := buildTestdata(b, "hello")
@@ -252,6 +225,24 @@ func BenchmarkSupervisorRSS(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchClientStart times Client.Start with the given supervisor command (nil: this binary), a
+// cold start each time.
+func benchClientStart(b *testing.B, command []string) {
+	var ds []time.Duration
+	for range b.N {
+		c := &supervise.Client{Command: command}
+		start := time.Now()
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		b.StopTimer()
+		c.Close()
+		b.StartTimer()
+	}
+	reportDurations(b, ds)
 }
 
 // buildTestdata builds the program in testdata/name (or at name, when it is a relative path) with

@@ -45,9 +45,9 @@ func TestOwnerKilled(t *testing.T) {
 	start := time.Now()
 	o.cmd.Process.Kill()
 	o.wait(5 * time.Second)
-	waitFor(t, grace+time.Second, func() error { return allGone(ids...) })
+	testproc.WaitFor(t, grace+time.Second, func() error { return allGone(ids...) })
 	t.Logf("covered processes gone %v after the owner's SIGKILL", time.Since(start))
-	waitFor(t, 5*time.Second, func() error { return allGone(sup) })
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(sup) })
 	settle(t, append(ids, sup)...)
 }
 
@@ -72,7 +72,7 @@ func TestSupervisorKilled(t *testing.T) {
 		t.Fatalf("supervisor %v was not replaced", s1)
 	}
 	// The owner's waiter reaped the dead supervisor: no zombie while the owner lives.
-	waitFor(t, 5*time.Second, func() error {
+	testproc.WaitFor(t, 5*time.Second, func() error {
 		if present(s1) {
 			return fmt.Errorf("killed supervisor %v still present (zombie: %v)", s1, zombie(s1))
 		}
@@ -83,7 +83,7 @@ func TestSupervisorKilled(t *testing.T) {
 	}
 	o.cmd.Process.Kill()
 	o.wait(5 * time.Second)
-	waitFor(t, grace+time.Second, func() error { return allGone(ids...) })
+	testproc.WaitFor(t, grace+time.Second, func() error { return allGone(ids...) })
 	settle(t, append(ids, s2)...)
 }
 
@@ -99,7 +99,7 @@ func TestCleanExit(t *testing.T) {
 	o.call(fmt.Sprintf("stop %d", a.PID))
 	o.call(fmt.Sprintf("unregister %d", b.PID))
 	o.call("supgone")
-	waitFor(t, 5*time.Second, func() error {
+	testproc.WaitFor(t, 5*time.Second, func() error {
 		if present(s1) {
 			return fmt.Errorf("idle supervisor %v still present (zombie: %v)", s1, zombie(s1))
 		}
@@ -186,8 +186,8 @@ wait
 	}
 	sh.cmd.Process.Kill()
 	sh.wait(5 * time.Second)
-	waitFor(t, 2*time.Second, func() error { return allGone(ids...) })
-	waitFor(t, 5*time.Second, func() error { return allGone(sup) })
+	testproc.WaitFor(t, 2*time.Second, func() error { return allGone(ids...) })
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(sup) })
 	settle(t, append(ids, sup)...)
 }
 
@@ -203,7 +203,7 @@ func TestClientYoungDeaths(t *testing.T) {
 	c := &supervise.Client{Command: []string{exe}}
 	defer c.Close()
 	c.Register(supervise.Group{PGID: g.pgid(), Start: g.leader().Start})
-	waitFor(t, 10*time.Second, func() error {
+	testproc.WaitFor(t, 10*time.Second, func() error {
 		if c.Err() == nil {
 			return errors.New("no error reported")
 		}

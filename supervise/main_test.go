@@ -268,22 +268,6 @@ func newLifeline(tb testing.TB) *os.File {
 	return r
 }
 
-// waitFor polls f until it returns nil or the timeout passes.
-func waitFor(tb testing.TB, timeout time.Duration, f func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // allGone checks that every incarnation is gone: exited (a zombie counts) or its PID reused.
 func allGone(ids ...procid.ID) error {
 	var live []procid.ID
@@ -302,7 +286,7 @@ func allGone(ids ...procid.ID) error {
 // checks that none of them is left a zombie.
 func settle(tb testing.TB, ids ...procid.ID) {
 	tb.Helper()
-	waitFor(tb, 10*time.Second, func() error { return allGone(ids...) })
+	testproc.WaitFor(tb, 10*time.Second, func() error { return allGone(ids...) })
 	for _, id := range ids {
 		reapOrphan(tb, id)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/supervise"
 )
@@ -137,7 +138,7 @@ func TestServeIgnoresGarbage(t *testing.T) {
 	sup := startSupervisor(t, 0, 5*time.Second)
 	feed(t, sup, strings.Join(lines, "\n")+"\n")
 	exitsCleanly(t, sup, 10*time.Second)
-	waitFor(t, 5*time.Second, func() error { return allGone(a.leader(), b.leader()) })
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(a.leader(), b.leader()) })
 	for _, g := range []group{c, d} {
 		if !alive(g.leader()) {
 			t.Errorf("group %d was signalled", g.pgid())
@@ -161,7 +162,7 @@ func TestServeLongLine(t *testing.T) {
 	}
 	feed(t, sup, fmt.Sprintf("\nregister %d\n", kill.pgid()))
 	exitsCleanly(t, sup, 10*time.Second)
-	waitFor(t, 5*time.Second, func() error { return allGone(kill.leader()) })
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(kill.leader()) })
 	if !alive(keep.leader()) {
 		t.Errorf("group %d named in a discarded line was signalled", keep.pgid())
 	}
@@ -173,7 +174,7 @@ func TestServeUnterminatedTail(t *testing.T) {
 	sup := startSupervisor(t, 0, 5*time.Second)
 	feed(t, sup, fmt.Sprintf("register %d\nregister %d", kill.pgid(), keep.pgid()))
 	exitsCleanly(t, sup, 10*time.Second)
-	waitFor(t, 5*time.Second, func() error { return allGone(kill.leader()) })
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(kill.leader()) })
 	if !alive(keep.leader()) {
 		t.Errorf("group %d named in an unterminated tail was signalled", keep.pgid())
 	}
@@ -189,7 +190,7 @@ func TestServeReusedLeader(t *testing.T) {
 		g.pgid(), g.pgid(), g.leader().Start+1,
 		control.pgid(), control.pgid(), control.leader().Start))
 	exitsCleanly(t, sup, 10*time.Second)
-	waitFor(t, 5*time.Second, func() error { return allGone(control.leader()) })
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(control.leader()) })
 	if !alive(g.leader()) {
 		t.Errorf("group %d with another leader incarnation was signalled", g.pgid())
 	}
@@ -207,7 +208,7 @@ func TestSweepChecksIdentityAtKillTime(t *testing.T) {
 		t.Fatalf("group %d with another leader incarnation was signalled", g.pgid())
 	}
 	supervise.SweepOne(cfg, g.pgid(), g.leader().Start, true)
-	waitFor(t, 5*time.Second, func() error { return allGone(g.leader()) })
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(g.leader()) })
 }
 
 // TestServeLeaderGoneMembersLive: a group whose leader exited but whose members live is still
@@ -275,7 +276,7 @@ func TestServeIgnoresHangup(t *testing.T) {
 	sup.cmd.Process.Signal(syscall.SIGHUP)
 	feed(t, sup, fmt.Sprintf("register %d\n", g.pgid()))
 	exitsCleanly(t, sup, 10*time.Second)
-	waitFor(t, 5*time.Second, func() error { return allGone(g.leader()) })
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(g.leader()) })
 }
 
 // TestServeCancel: cancelling Serve's context stops it without signalling anything.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,7 +16,6 @@ import (
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
-	"golang.org/x/sys/unix"
 )
 
 func init() { testproc.Register("signal-as-nobody", helperSignalAsNobody) }
@@ -224,41 +222,15 @@ func pidReuseGroup(t *testing.T) {
 // by writing the PID before it to ns_last_pid (the namespace's last allocated PID).
 func startStranger(t *testing.T, a procid.Incarnation, configure func(*exec.Cmd)) *child {
 	t.Helper()
-	// Wait out a's start tick by polling the clock proc(5) counts start ticks in, so the stranger's
-	// start differs from a's; this synchronises with no process.
-	hz := uint64(math.Round(float64(a.Start) / a.BootStart))
-	deadline := time.Now().Add(10 * time.Second)
-	for bootTicks(hz) <= a.Start {
-		if time.Now().After(deadline) {
-			t.Fatalf("CLOCK_BOOTTIME did not pass tick %d", a.Start)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	// A thread the Go runtime starts between the write and the fork takes the PID instead; retry.
-	for try := range 100 {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(a.PID-1)), 0); err != nil {
-			t.Fatalf("write ns_last_pid: %v", err)
-		}
+	c, err := testproc.ReusePIDWith(a.PID, a.Start, func() (*child, int, error) {
 		c := startHelper(t, "sleep", configure)
-		if c.pid() == a.PID {
-			inc := c.incarnation()
-			if inc.Start <= a.Start {
-				t.Fatalf("stranger %v did not start after %v", inc.ID, a.ID)
-			}
-			t.Logf("stranger %v holds the pid of %v (try %d)", inc.ID, a.ID, try)
-			return c
-		}
-		c.stop()
+		return c, c.pid(), nil
+	}, (*child).stop)
+	if err != nil {
+		t.Fatalf("stranger for %v: %v", a.ID, err)
 	}
-	t.Fatalf("no stranger received pid %d in 100 tries", a.PID)
-	return nil
-}
-
-// bootTicks is the current CLOCK_BOOTTIME in the clock ticks of /proc/PID/stat's start time.
-func bootTicks(hz uint64) uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		panic(err)
+	if inc := c.incarnation(); inc.Start <= a.Start {
+		t.Fatalf("stranger %v did not start after %v", inc.ID, a.ID)
 	}
-	return uint64(ts.Nano()) / (1e9 / hz)
+	return c
 }

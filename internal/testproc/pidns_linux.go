@@ -33,28 +33,43 @@ func MountProc() error {
 // the PID instead, so it retries, stopping each process that missed. The caller runs as root in
 // a PID namespace of its own.
 func ReusePID(pid int, prevStart uint64, start func() (*exec.Cmd, error)) (*exec.Cmd, error) {
+	return ReusePIDWith(pid, prevStart, func() (*exec.Cmd, int, error) {
+		c, err := start()
+		if err != nil {
+			return nil, 0, err
+		}
+		return c, c.Process.Pid, nil
+	}, func(c *exec.Cmd) {
+		c.Process.Kill()
+		c.Wait()
+	})
+}
+
+// ReusePIDWith is [ReusePID] for processes a caller keeps in its own type: start starts one and
+// returns it with its PID, and discard ends one that missed the PID.
+func ReusePIDWith[P any](pid int, prevStart uint64, start func() (P, int, error), discard func(P)) (P, error) {
+	var none P
 	deadline := time.Now().Add(10 * time.Second)
 	for bootTicks() <= prevStart {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the clock did not pass tick %d", prevStart)
+			return none, fmt.Errorf("the clock did not pass tick %d", prevStart)
 		}
 		time.Sleep(time.Millisecond) // polls the clock; synchronises with no process
 	}
 	for range 100 {
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
-			return nil, err
+			return none, err
 		}
-		c, err := start()
+		p, got, err := start()
 		if err != nil {
-			return nil, err
+			return none, err
 		}
-		if c.Process.Pid == pid {
-			return c, nil
+		if got == pid {
+			return p, nil
 		}
-		c.Process.Kill()
-		c.Wait()
+		discard(p)
 	}
-	return nil, fmt.Errorf("no process received pid %d in 100 tries", pid)
+	return none, fmt.Errorf("no process received pid %d in 100 tries", pid)
 }
 
 // bootTicks is CLOCK_BOOTTIME in USER_HZ ticks (100 a second), the unit of a process's start.

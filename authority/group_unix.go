@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
+	"github.com/custody-dev/custody/internal/backoff"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
@@ -95,26 +95,8 @@ func (g Group) empty() (bool, error) {
 }
 
 func (g Group) wait(ctx context.Context) error {
-	delay := time.Millisecond
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if empty, err := g.empty(); err == nil && empty {
-				return nil
-			}
-			return fmt.Errorf("authority: wait group %d: %w", g.PGID, context.Cause(ctx))
-		case <-t.C:
-		}
-		empty, err := g.empty()
-		if err != nil {
-			return err
-		}
-		if empty {
-			return nil
-		}
-		t.Reset(delay)
-		delay = min(2*delay, 100*time.Millisecond)
+	if empty, err := backoff.Until(ctx, g.empty); err != nil || empty {
+		return err
 	}
+	return fmt.Errorf("authority: wait group %d: %w", g.PGID, context.Cause(ctx))
 }

@@ -36,8 +36,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"time"
 
+	"github.com/custody-dev/custody/internal/backoff"
 	"github.com/custody-dev/custody/procid"
 )
 
@@ -160,29 +160,10 @@ func (s *Scope) Empty() (bool, error) { return s.empty() }
 // context.Cause(ctx). On Unix the leader's zombie keeps the group non-empty, so something must
 // reap the child (cmd.Wait) for Wait to return.
 func (s *Scope) Wait(ctx context.Context) error {
-	delay := time.Millisecond
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			// An emptiness that raced the deadline still counts.
-			if empty, err := s.Empty(); err == nil && empty {
-				return nil
-			}
-			return fmt.Errorf("scope: wait %v: %w", s, context.Cause(ctx))
-		case <-t.C:
-		}
-		empty, err := s.Empty()
-		if err != nil {
-			return err
-		}
-		if empty {
-			return nil
-		}
-		t.Reset(delay)
-		delay = min(2*delay, 100*time.Millisecond)
+	if empty, err := backoff.Until(ctx, s.Empty); err != nil || empty {
+		return err
 	}
+	return fmt.Errorf("scope: wait %v: %w", s, context.Cause(ctx))
 }
 
 // Close releases the scope. On Windows it closes custody's handle to the job, the only one, and

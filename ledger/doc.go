@@ -22,6 +22,15 @@
 //   - A row is pruned only on proof: it is malformed (not an object, or no positive integer pid),
 //     its process is provably dead, or it has the PID of the row being written. Unknown stays.
 //
+// # Trust
+//
+// A row is a claim that licenses signals, so every entry point ([Ledger.Rows], [Ledger.Begin] and
+// the writes built on it, [Peek]) first checks that nobody but the caller and root can write the
+// ledger, its lock or its directory, and that neither file is a symbolic link or anything but a
+// regular file; both are opened without following links and without blocking, and checked again
+// through the descriptor. A refusal is a [*TrustError]. A file above [MaxSize] is refused with
+// [ErrTooLarge] before it is read. See [Ledger.Trust].
+//
 // # Durability
 //
 // Writes are not fsync'ed. A crash of a process cannot lose a rename that returned; only a power

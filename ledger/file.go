@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/custody-dev/custody/internal/jsonscan"
@@ -84,9 +85,11 @@ func parse(path string, data []byte, full bool) (parsed, error) {
 }
 
 // readInto reads the whole file at path into buf, growing it when too small, and returns the
-// bytes read, and with hold the file, still open.
+// bytes read, and with hold the file, still open. The file is opened without following a symbolic
+// link and without blocking on a FIFO, and refused unless it is a trusted regular file (see
+// [Ledger.Trust]) of at most MaxSize bytes.
 func readInto(path string, buf []byte, hold bool) (_ []byte, held *os.File, err error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -97,12 +100,25 @@ func readInto(path string, buf []byte, hold bool) (_ []byte, held *os.File, err 
 			f.Close()
 		}
 	}()
-	if fi, err := f.Stat(); err == nil && int(fi.Size())+512 > cap(buf) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkFileInfo(path, fi); err != nil {
+		return nil, nil, err
+	}
+	if err := checkSize(path, fi.Size()); err != nil {
+		return nil, nil, err
+	}
+	if int(fi.Size())+512 > cap(buf) {
 		buf = make([]byte, 0, fi.Size()+512) // room for a writer that grew it since
 	}
 	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
+			if err := checkSize(path, int64(len(buf))+1); err != nil { // grown in place since the stat
+				return nil, nil, err
+			}
 			buf = append(buf, 0)[:len(buf)]
 		}
 		n, err := f.Read(buf[len(buf):cap(buf)])
@@ -262,10 +278,14 @@ func quarantine(path string) (string, error) {
 
 // removeStaleTemps deletes temporary files that writers killed mid-write left behind. The caller
 // holds the lock, and a live writer makes its temporary file only under the lock, so every one
-// found now belongs to a dead writer.
+// found now belongs to a dead writer. Names are matched literally, never as a pattern: a ledger
+// in a directory named "[ab]" or "*" must not take other directories' files for its own.
 func removeStaleTemps(path string) {
-	stale, _ := filepath.Glob(path + ".tmp-*")
-	for _, f := range stale {
-		os.Remove(f)
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+".tmp-"
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) && e.Type().IsRegular() {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
 	}
 }

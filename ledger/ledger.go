@@ -85,9 +85,6 @@ func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row)
 // It also returns the file, still open where the OS allows, for the write to release once it has
 // replaced it (see releaseReplaced).
 func (l *Ledger) readLocked(rep *Report, buf []byte) (parsed, []byte, *os.File, error) {
-	if err := checkFile(l.path); err != nil {
-		return parsed{}, buf, nil, err
-	}
 	p, data, held, err := readHeld(l.path, false, buf, true)
 	if data != nil {
 		buf = data
@@ -152,7 +149,7 @@ func (l *Ledger) Remove(ctx context.Context, pid int, match func(Row) bool) (Rep
 // corrupt file is quarantined under the lock before Rows returns an empty list together with the
 // *CorruptError (whose MovedTo says where the bytes went), so a roster is never silently empty.
 func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
-	if err := checkFile(l.path); err != nil {
+	if err := checkTrust(l.path); err != nil {
 		return nil, err
 	}
 	p, err := l.read(ctx)
@@ -231,19 +228,12 @@ func dead(r Row, boot string, bootErr error, probe, prove bool) bool {
 	return state == procid.Dead
 }
 
-// checkFile refuses a ledger that is a symlink owned by another user: reading through it would
-// take another user's rows as ours.
-func checkFile(path string) error {
-	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		return nil
-	}
-	return checkOwner(path)
-}
-
 // Peek reads the rows at path without the lock and without quarantining a corrupt file: for
-// reports that must change nothing.
+// reports that must change nothing. It refuses an untrusted ledger as [Ledger.Rows] does.
 func Peek(path string) ([]Row, error) {
+	if err := checkTrust(path); err != nil {
+		return nil, err
+	}
 	p, _, err := readFile(path, true, nil)
 	return p.rows, err
 }

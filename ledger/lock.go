@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -48,7 +49,9 @@ func lock(ctx context.Context, path string, timeout time.Duration) (unlock func(
 
 // lockAs is lock, shared when shared is true (readers on Windows, see readersLock).
 func lockAs(ctx context.Context, path string, timeout time.Duration, shared bool) (unlock func(), err error) {
-	fl := flock.New(path, flock.SetPermissions(0o600))
+	// Not following a symbolic link: one planted at the lock's name would otherwise make custody
+	// create or lock a file wherever it points.
+	fl := flock.New(path, flock.SetPermissions(0o600), flock.SetFlag(os.O_CREATE|os.O_RDWR|openFlags))
 	try := fl.TryLock
 	if shared {
 		try = fl.TryRLock
@@ -62,7 +65,7 @@ func lockAs(ctx context.Context, path string, timeout time.Duration, shared bool
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		if ok {
-			return func() { fl.Unlock() }, nil
+			return checkLocked(fl)
 		}
 		if !time.Now().Before(deadline) {
 			fl.Close()
@@ -78,6 +81,21 @@ func lockAs(ctx context.Context, path string, timeout time.Duration, shared bool
 		}
 		delay = min(delay*2, time.Millisecond)
 	}
+}
+
+// checkLocked checks the lock file just locked, through its descriptor: the check before the open
+// cannot see a file swapped in after it.
+func checkLocked(fl *flock.Flock) (unlock func(), err error) {
+	fi, err := fl.Stat()
+	if err == nil {
+		err = checkFileInfo(fl.Path(), fi)
+	}
+	if err != nil {
+		fl.Unlock()
+		fl.Close()
+		return nil, err
+	}
+	return func() { fl.Unlock() }, nil
 }
 
 func lockedError(path string, waited time.Duration) *LockedError {

@@ -45,9 +45,10 @@ func StateDir() (string, error) {
 	return filepath.Join(dir, "custody"), nil
 }
 
-// prepareDir makes the ledger's directory if needed and checks that it is safe to write in. Only
-// directories this call creates get mode 0700 set explicitly (a umask could leave them wider);
-// an existing directory the user chose keeps its mode.
+// prepareDir makes the ledger's directory if needed and checks that it may be trusted (see
+// [Ledger.Trust]). The directories above it are checked before anything is made in them. Only
+// directories this call creates get mode 0700 set explicitly (a umask could leave them wider); an
+// existing directory the user chose keeps its mode.
 func prepareDir(path string) error {
 	dir := filepath.Dir(path)
 	missing := []string{}
@@ -57,6 +58,11 @@ func prepareDir(path string) error {
 		}
 		missing = append(missing, d)
 	}
+	if len(missing) > 0 {
+		if err := checkDir(filepath.Dir(missing[len(missing)-1]), false); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("ledger directory: %w", err)
 	}
@@ -65,5 +71,5 @@ func prepareDir(path string) error {
 			return fmt.Errorf("ledger directory: %w", err)
 		}
 	}
-	return checkOwner(dir)
+	return checkDir(dir, true)
 }

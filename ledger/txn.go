@@ -39,6 +39,9 @@ func (l *Ledger) begin(ctx context.Context, probe bool) (tx *Txn, err error) {
 	if err := prepareDir(l.path); err != nil {
 		return nil, err
 	}
+	if err := checkFiles(l.path); err != nil {
+		return nil, err
+	}
 	unlock, err := lock(ctx, l.path+".lock", cmp.Or(l.LockTimeout, DefaultLockTimeout))
 	if err != nil {
 		return nil, err

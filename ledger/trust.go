@@ -1,0 +1,105 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// MaxSize is the largest ledger file custody reads: 64 MiB, some 150,000 rows, where a working
+// ledger holds a few thousand at most. A larger file is refused with an error wrapping
+// [ErrTooLarge] rather than read: the whole file is read into memory, and a huge one (by accident,
+// or planted) would exhaust it.
+const MaxSize = 64 << 20
+
+var (
+	// ErrUntrusted is wrapped by every [*TrustError].
+	ErrUntrusted = errors.New("ledger: untrusted")
+	// ErrTooLarge reports a ledger file above [MaxSize]; nothing was read or written.
+	ErrTooLarge = errors.New("ledger: file too large")
+)
+
+// TrustError reports a ledger file, lock file or directory that custody refuses to use. A row is a
+// claim that licenses signals: whoever can write the ledger, its lock or its directory could plant
+// rows naming any process, or make custody create or follow files where they point. Nothing was
+// read, signalled or written.
+type TrustError struct {
+	Path   string // the file or directory refused
+	Reason string
+}
+
+func (e *TrustError) Error() string { return fmt.Sprintf("untrusted ledger: %s: %s", e.Path, e.Reason) }
+
+// Unwrap makes errors.Is(err, ErrUntrusted) hold.
+func (e *TrustError) Unwrap() error { return ErrUntrusted }
+
+// Trust checks, without reading or changing anything, that the ledger may be used: every verb
+// calls it (through [Ledger.Rows], [Ledger.Begin] and [Peek]) before its first read. The rules:
+//
+//   - the ledger and its lock, where they exist, are regular files (not symbolic links, FIFOs,
+//     devices or directories), owned by the caller or root and writable by nobody else;
+//   - the directory is owned by the caller or root and not writable by group or others, sticky
+//     or not, and every directory above it is owned by the caller or root and, when writable by
+//     group or others, sticky (so nobody else can rename it away and put their own in its place);
+//     symbolic links on the way are accepted only when owned by the caller or root, and the
+//     directories they lead to are checked by the same rules.
+//
+// The same checks are made again on the descriptors custody opens (without following symbolic
+// links and without blocking), so a file swapped in after this check is refused too. On Windows
+// only the kinds of file are checked: ownership there is a matter of ACLs, and the default
+// directory, %LocalAppData%, is the user's alone.
+func (l *Ledger) Trust() error { return checkTrust(l.path) }
+
+func checkTrust(path string) error {
+	if err := checkDir(filepath.Dir(path), true); err != nil {
+		return err
+	}
+	return checkFiles(path)
+}
+
+// checkFiles checks the ledger and its lock by lstat, where they exist, and the ledger's size.
+func checkFiles(path string) error {
+	for _, p := range []string{path, path + ".lock"} {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: %w", err)
+		}
+		if err := checkFileInfo(p, fi); err != nil {
+			return err
+		}
+		if p == path {
+			if err := checkSize(p, fi.Size()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFileInfo applies the rules for the ledger and its lock to one file's metadata, from lstat
+// or from fstat of a descriptor just opened.
+func checkFileInfo(path string, fi fs.FileInfo) error {
+	switch t := fi.Mode().Type(); {
+	case t&fs.ModeSymlink != 0:
+		return &TrustError{Path: path, Reason: "a symbolic link"}
+	case t&fs.ModeNamedPipe != 0:
+		return &TrustError{Path: path, Reason: "a FIFO, not a regular file"}
+	case t != 0:
+		return &TrustError{Path: path, Reason: fmt.Sprintf("not a regular file (%v)", t)}
+	}
+	return checkFileOwner(path, fi)
+}
+
+// checkSize refuses a file above MaxSize.
+func checkSize(path string, size int64) error {
+	if size > MaxSize {
+		return fmt.Errorf("%s: %d bytes, above the %d MiB limit: refusing to read it: %w",
+			path, size, MaxSize>>20, ErrTooLarge)
+	}
+	return nil
+}

@@ -26,6 +26,7 @@ type Child struct {
 	proc    *authority.Process
 	row     ledger.Row
 	covered bool
+	reaping bool // reap runs: the leader is reaped by it, not by abort
 
 	done    chan struct{} // closed when the leader has been reaped
 	waitErr error
@@ -107,10 +108,12 @@ func (c *Child) abort() {
 		c.scope.Signal(os.Kill)
 	}
 	c.Cmd.Process.Kill()
-	if c.proc == nil {
-		c.Cmd.Wait()
-	} else {
+	if c.reaping {
 		<-c.done
+	} else {
+		c.Cmd.Wait()
+	}
+	if c.proc != nil {
 		c.proc.Close()
 	}
 	if c.covered {

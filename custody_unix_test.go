@@ -36,8 +36,11 @@ func TestMain(m *testing.M) {
 
 // helperWorker is an owned child. It prints "ready <pid> <tag>" (and, with "grandchild", starts
 // a worker in its own process group first and adds its PID). On SIGTERM it exits, or with "slow"
-// exits a second later. Its lifeline is stdin.
+// exits a second later. Its lifeline is stdin. With $WORKER_RAN set, it first creates that file.
 func helperWorker(args []string) int {
+	if ran := os.Getenv("WORKER_RAN"); ran != "" {
+		os.WriteFile(ran, nil, 0o600)
+	}
 	has := func(w string) bool { return strings.Contains(strings.Join(args, " "), w) }
 	if has("slow") {
 		c := make(chan os.Signal, 1)
@@ -47,7 +50,7 @@ func helperWorker(args []string) int {
 	line := fmt.Sprintf("ready %d %s", os.Getpid(), os.Getenv(tag.DefaultEnv))
 	if has("grandchild") {
 		g := exec.Command(os.Args[0])
-		g.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=worker")
+		g.Env = append(os.Environ(), testproc.Env("worker"))
 		g.Stdin = os.Stdin
 		if err := g.Start(); err != nil {
 			fmt.Println("error", err)
@@ -66,7 +69,7 @@ func helperOwner(args []string) int {
 	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
 	for _, extra := range []string{"grandchild", ""} {
 		cmd := exec.Command(os.Args[0], extra)
-		cmd.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=worker")
+		cmd.Env = append(os.Environ(), testproc.Env("worker"))
 		cmd.Stdin = os.NewFile(3, "lifeline") // the test's, not the owner's: it outlives the owner
 		out, _ := cmd.StdoutPipe()
 		c, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"})

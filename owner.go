@@ -76,9 +76,12 @@ func (o *Owner) init() error {
 
 // Start starts cmd as an owned child: in a scope of its own taken at spawn, stamped with the
 // spawn tag, covered against the owner's death, recorded in the ledger, with its spawn-time handle
-// retained. On any failure after the process started, it is killed and reaped before Start
-// returns, so no unowned child is left. Do not call cmd.Wait: [Child.Wait] does.
-func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (c *Child, err error) {
+// retained. Every failure returns an error and leaves nothing behind: a failure before the child
+// starts leaves it unstarted (a ledger lock that cannot be had within the ledger's LockTimeout is
+// one: the error satisfies [ledger.IsLocked], and the child never ran); a failure after it started
+// kills its scope and reaps it before Start returns, so no unowned child is left. Do not call
+// cmd.Wait: [Child.Wait] does.
+func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*Child, error) {
 	if err := o.init(); err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
@@ -104,65 +107,121 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (c 
 	if err := o.warm(); err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
-	// The ledger write is prepared while the child execs (lock, read, prune, the kept rows written
-	// into the temporary file), so that recording the row after the start costs one short write
-	// and the rename.
-	txc := make(chan txnResult, 1)
-	go func() {
-		tx, err := o.Ledger.BeginAppend(ctx)
-		txc <- txnResult{tx, err}
-	}()
+	// The ledger lock is taken before the child starts, so that a stalled holder fails the start
+	// while the child has not run. The rest of the write is prepared while the child execs (read,
+	// prune, the kept rows written into the temporary file), so that recording the row after the
+	// start costs one short write and the rename.
+	tx, err := o.Ledger.LockAppend(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
+	}
+	w := &pendingRow{tx: tx, done: make(chan struct{})}
+	go w.prepare()
 	if err := cmd.Start(); err != nil {
-		(<-txc).abort()
+		w.abort()
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
-	c = &Child{Cmd: cmd, owner: o, done: make(chan struct{})}
+	c, err := o.adopt(ctx, cmd, w, purpose, opts)
+	if err != nil {
+		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
+	}
+	return c, nil
+}
+
+// adopt takes custody of cmd's started child: its scope, its coverage, its handle and its row.
+// On error it has killed the child's scope, reaped it and ended the ledger write.
+func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, purpose string, opts StartOptions) (_ *Child, err error) {
+	// Not a named result: "return nil, err" would zero it before the deferred abort reads it.
+	c := &Child{Cmd: cmd, owner: o, done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			c.abort()
-			err = fmt.Errorf("custody: start %s: %w", cmd.Path, err)
+			w.abort()
 		}
 	}()
-	if c.scope, err = scope.Attach(cmd); err != nil {
-		(<-txc).abort()
+	c.scope, err = scope.Attach(cmd)
+	if err = faultAt("attach", err); err != nil {
 		return nil, err
 	}
 	c.ID = c.scope.Leader()
-	if err = o.cover(c.scope); err != nil {
-		(<-txc).abort()
+	c.proc, err = authority.FromOS(cmd.Process)
+	if err = faultAt("handle", err); err != nil {
+		return nil, err
+	}
+	if c.ID.Start == 0 {
+		c.gone(w)
+		return c, nil
+	}
+	c.reaping = true
+	go c.reap()
+	if err = faultAt("cover", o.cover(c.scope)); err != nil {
 		return nil, err
 	}
 	c.covered = true
-	if c.proc, err = authority.FromOS(cmd.Process); err != nil {
-		(<-txc).abort()
+	if err = faultAt("record", nil); err != nil {
 		return nil, err
 	}
-	go c.reap()
-	if err = c.record(<-txc, purpose, opts); err != nil {
+	if err = c.record(w, purpose, opts); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-type txnResult struct {
-	tx  *ledger.Txn
-	err error
+// startFault, set by tests only (export_test.go), fails a start at the named step after its
+// child started: the steps whose failures the OS cannot be made to produce on demand.
+var startFault func(step string) error
+
+func faultAt(step string, err error) error {
+	if err == nil && startFault != nil {
+		return startFault(step)
+	}
+	return err
 }
 
-func (r txnResult) abort() {
-	if r.tx != nil {
-		r.tx.Abort()
-	}
+// gone handles a child that exited before its scope could read its start. With no proven
+// identity it is neither covered nor recorded: a registration or a row naming its PID alone would
+// come to name whatever process reuses the PID (a supervisor restarted later would be told to
+// cover a stranger's group). What it left in its process group is killed now, while its unreaped
+// zombie still pins the group's id, since nothing could cover it against the owner's death.
+func (c *Child) gone(w *pendingRow) {
+	c.scope.Signal(os.Kill) // ErrGone: it left nothing
+	w.abort()
+	c.reaping = true
+	go c.reap()
+}
+
+// pendingRow is the ledger write a start prepares while its child execs.
+type pendingRow struct {
+	tx   *ledger.Txn
+	done chan struct{} // closed when prepare has returned
+	err  error
+}
+
+func (w *pendingRow) prepare() {
+	w.err = w.tx.PrepareAppend()
+	close(w.done)
+}
+
+// wait waits for the preparation and returns its error.
+func (w *pendingRow) wait() error {
+	<-w.done
+	return w.err
+}
+
+// abort ends the write without writing, once its preparation is over. It does nothing after the
+// row was appended.
+func (w *pendingRow) abort() {
+	<-w.done
+	w.tx.Abort()
 }
 
 // record commits the child's ledger row in the prepared write.
-func (c *Child) record(txr txnResult, purpose string, opts StartOptions) error {
-	if txr.err != nil {
-		return txr.err
+func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
+	if err := w.wait(); err != nil {
+		return err
 	}
 	inc, err := procid.Read(c.ID.PID)
 	if err != nil && !errors.Is(err, procid.ErrGone) {
-		txr.abort()
 		return err
 	}
 	if err != nil { // it already exited: record what the scope read at spawn
@@ -177,7 +236,7 @@ func (c *Child) record(txr txnResult, purpose string, opts StartOptions) error {
 	if pg := c.scope.PGID(); pg > 0 {
 		row.PGID = ptr(pg)
 	}
-	if _, err := txr.tx.Append(row); err != nil {
+	if _, err := w.tx.Append(row); err != nil {
 		return err
 	}
 	c.row = row

@@ -32,10 +32,22 @@ type Txn struct {
 const rowRoom = 4 << 10
 
 // Begin takes the lock and prepares a write (see [Txn]).
-func (l *Ledger) Begin(ctx context.Context) (tx *Txn, err error) { return l.begin(ctx, true) }
+func (l *Ledger) Begin(ctx context.Context) (*Txn, error) { return l.begin(ctx, true) }
 
 // begin is Begin; probe false prunes by boot id only (see [Ledger.BeginAppend]).
-func (l *Ledger) begin(ctx context.Context, probe bool) (tx *Txn, err error) {
+func (l *Ledger) begin(ctx context.Context, probe bool) (*Txn, error) {
+	tx, err := l.lockTxn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.prepare(probe); err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// lockTxn takes the lock and returns a transaction holding it, not yet prepared.
+func (l *Ledger) lockTxn(ctx context.Context) (*Txn, error) {
 	if err := prepareDir(l.path); err != nil {
 		return nil, err
 	}
@@ -46,12 +58,18 @@ func (l *Ledger) begin(ctx context.Context, probe bool) (tx *Txn, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tx = &Txn{l: l, unlock: unlock}
+	return &Txn{l: l, unlock: unlock}, nil
+}
+
+// prepare reads and prunes the rows under the lock and makes the temporary file. On error it
+// has aborted tx, lock included.
+func (tx *Txn) prepare(probe bool) (err error) {
 	defer func() {
 		if err != nil {
 			tx.Abort()
 		}
 	}()
+	l := tx.l
 	var rows []Row
 	var size int64
 	if s := l.takeSnapshot(); s != nil && s.current(l.path) {
@@ -67,16 +85,16 @@ func (l *Ledger) begin(ctx context.Context, probe bool) (tx *Txn, err error) {
 		p, data, old, err := l.readLocked(&tx.rep, *tx.buf)
 		*tx.buf, tx.old = data, old
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rows, size, tx.rep.Malformed = p.rows, int64(len(data)), p.malformed
 	}
 	tx.rows = prune(rows, &tx.rep, probe)
 	// Room for the kept rows and one more: most writes add or drop a row.
 	if tx.tmp, err = createTemp(l.path, size+rowRoom); err != nil {
-		return nil, err
+		return err
 	}
-	return tx, nil
+	return nil
 }
 
 // Commit drops the rows of the replaced PIDs, passes the rest to fn and atomically replaces the
@@ -126,22 +144,42 @@ func (tx *Txn) Abort() {
 
 // BeginAppend is [Ledger.Begin] for a write that will add one row ([Txn.Append]): it also writes
 // the kept rows into the temporary file ahead, so that the append costs one short write and the
-// rename.
+// rename. It is [Ledger.LockAppend] followed by [Txn.PrepareAppend].
+func (l *Ledger) BeginAppend(ctx context.Context) (*Txn, error) {
+	tx, err := l.LockAppend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.PrepareAppend(); err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// LockAppend is the first half of [Ledger.BeginAppend]: it takes the lock (waiting at most
+// LockTimeout, and failing with a [*LockedError] after) and returns a transaction that
+// [Txn.PrepareAppend] must complete, or [Txn.Abort] end, before any other use. An owner takes
+// the lock before it starts its child, so that a lock it cannot get fails the start before the
+// child runs, and prepares the rest while the child execs.
+func (l *Ledger) LockAppend(ctx context.Context) (*Txn, error) { return l.lockTxn(ctx) }
+
+// PrepareAppend is the second half of [Ledger.BeginAppend]: under the lock taken by
+// [Ledger.LockAppend] it reads the rows, prunes them and writes the kept ones into the
+// temporary file. On error the transaction is aborted (the lock released) and must not be used.
 //
 // It is meant to run while the caller's child execs, and so it prunes only rows of another boot,
 // probing no PID: on a machine with few CPUs every system call it makes slows the exec it
 // overlaps. The caller's other writes (the row's drop when the child ends) prune as usual.
-func (l *Ledger) BeginAppend(ctx context.Context) (*Txn, error) {
-	tx, err := l.begin(ctx, false)
-	if err != nil {
-		return nil, err
+func (tx *Txn) PrepareAppend() error {
+	if err := tx.prepare(false); err != nil {
+		return err
 	}
 	if err := encodeOpen(tx.tmp, tx.rows); err != nil {
 		tx.Abort()
-		return nil, fmt.Errorf("write ledger: %w", err)
+		return fmt.Errorf("write ledger: %w", err)
 	}
 	tx.prewritten = true
-	return tx, nil
+	return nil
 }
 
 // Append adds row, replacing any row with its PID, and commits. After [Ledger.BeginAppend] the

@@ -33,8 +33,10 @@ import (
 const jobLimits = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | windows.JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION
 
 // newJob creates an unnamed, non-inheritable job with [jobLimits].
-func newJob() (job windows.Handle, err error) {
-	job, err = windows.CreateJobObject(nil, nil)
+func newJob() (_ windows.Handle, err error) {
+	// Not a named result: "return 0, err" would zero it before the deferred close, which would
+	// then close handle 0 and leak the job.
+	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return 0, os.NewSyscallError("CreateJobObject", err)
 	}

@@ -45,7 +45,7 @@ child directly (it shares custody's console process group); there are no signals
 EXIT STATUS
   N       the child's exit code
   128+N   the child was killed by signal N
-  1       custody could not start or record the child
+  1       custody could not start or record the child; whatever it had started was killed
   2       bad flags or arguments
   126     CMD could not be executed
   127     CMD was not found

@@ -103,3 +103,16 @@ func checkSize(path string, size int64) error {
 	}
 	return nil
 }
+
+// Owner returns the uid owning the ledger file: its rows may name for a signal only processes of
+// that user (see stop.Options). Without a file it is the caller's uid; on Windows, -1.
+func (l *Ledger) Owner() (int, error) {
+	fi, err := os.Lstat(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return os.Getuid(), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ledger: owner: %w", err)
+	}
+	return fileOwner(fi), nil
+}

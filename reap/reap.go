@@ -6,10 +6,11 @@ package reap
 
 import (
 	"context"
-	"os"
+	"errors"
 	"slices"
 	"time"
 
+	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
@@ -41,10 +42,11 @@ const (
 	NotReapable      = "not-reapable"      // reapable false, or no field and a purpose not in DefaultPurposes
 	IdentityUnproven = "identity-unproven" // its process could not be proven to be the recorded one
 	SpawnerAlive     = "spawner-alive"
-	SpawnerUnknown   = "spawner-unknown" // the spawner could not be read or proven either way
-	NotOrphaned      = "not-orphaned"    // no spawner recorded and its parent is not init
-	TooYoung         = "too-young"       // no spawner recorded and younger than MinOrphanAge
-	SelfOrAncestor   = "self-or-ancestor"
+	SpawnerUnknown   = "spawner-unknown"  // the spawner could not be read or proven either way
+	NotOrphaned      = "not-orphaned"     // no spawner recorded and its parent is not init
+	TooYoung         = "too-young"        // no spawner recorded and younger than MinOrphanAge
+	SelfOrAncestor   = "self-or-ancestor" // the reaper, one of its ancestors, or init
+	KernelThread     = "kernel-thread"
 )
 
 // Decision is reap's verdict on one row.
@@ -66,7 +68,7 @@ func Decide(rows []ledger.Row) []Decision {
 			pids = append(pids, *r.SpawnerPID)
 		}
 	}
-	j := judge{reads: procid.ReadMany(pids), ancestors: ancestors(), now: time.Now()}
+	j := judge{reads: procid.ReadMany(pids), guard: authority.NewGuard(), now: time.Now()}
 	out := make([]Decision, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -90,6 +92,13 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 	rows, err := l.Rows(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Stop.Owner == nil {
+		uid, err := l.Owner()
+		if err != nil {
+			return nil, err
+		}
+		opts.Stop.Owner = &uid
 	}
 	if opts.Install != "" {
 		rows = slices.DeleteFunc(rows, func(r ledger.Row) bool { return r.Install != opts.Install })
@@ -116,9 +125,9 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 }
 
 type judge struct {
-	reads     procid.Reads
-	ancestors []int
-	now       time.Time
+	reads procid.Reads
+	guard authority.Guard
+	now   time.Time
 }
 
 // check proves strictly: reaping acts on what it proves.
@@ -128,8 +137,11 @@ func (j *judge) check(rec procid.Record) (procid.State, procid.Proof) {
 
 // decide applies the reaping rules in order; the first that fails names the reason.
 func (j *judge) decide(r ledger.Row) (Action, string) {
-	if slices.Contains(j.ancestors, r.PID) {
-		return Keep, SelfOrAncestor
+	if pe, ok := errors.AsType[*authority.ProtectedError](j.guard.Refuse(r.PID)); ok {
+		if pe.What == authority.KernelThread {
+			return Keep, KernelThread
+		}
+		return Keep, SelfOrAncestor // init is every process's ancestor
 	}
 	if r.BootID != nil {
 		if boot, err := procid.BootID(); err == nil && boot != *r.BootID {
@@ -178,18 +190,4 @@ func reapable(r ledger.Row) bool {
 		return *r.Reapable
 	}
 	return slices.Contains(DefaultPurposes, r.Purpose)
-}
-
-// ancestors lists the reaper and every process above it, up to init.
-func ancestors() []int {
-	out := []int{os.Getpid()}
-	for pid := os.Getppid(); pid > 0 && !slices.Contains(out, pid); {
-		out = append(out, pid)
-		inc, err := procid.Read(pid)
-		if err != nil {
-			break
-		}
-		pid = inc.PPID
-	}
-	return out
 }

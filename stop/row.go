@@ -13,10 +13,12 @@ import (
 const ScopePgrp = "pgrp"
 
 // Row stops the process a ledger row names, and its process group when the row's scope is one
-// led by that process. Authority is acquired and proven first (see [authority.Acquire]); without
-// it nothing is signalled and the outcome is [NoAuthority].
+// led by that process. A row is a claim, not a licence: nothing is signalled, and the outcome is
+// [NoAuthority], when the PID is protected ([authority.Guard]: init, a kernel thread, the caller
+// or an ancestor), when the recorded incarnation cannot be proven ([authority.Acquire]), or when
+// the process runs as another user than opts.Owner ([authority.CheckOwner]).
 func Row(ctx context.Context, row ledger.Row, opts Options) Result {
-	t, res, ok := target(row)
+	t, res, ok := target(row, opts)
 	if !ok {
 		return res
 	}
@@ -28,9 +30,22 @@ func Row(ctx context.Context, row ledger.Row, opts Options) Result {
 
 // target acquires the authority a row's stop acts through; ok is false when the outcome is
 // already decided.
-func target(row ledger.Row) (t Target, res Result, ok bool) {
+func target(row ledger.Row, opts Options) (t Target, res Result, ok bool) {
 	t.PID, res.PID = row.PID, row.PID
+	if err := authority.Refuse(row.PID); err != nil {
+		_, r := t.settle(res, err, true)
+		return t, r, false
+	}
 	p, err := authority.Acquire(row.Record())
+	if err == nil {
+		// Read after the proof, through which the handle names the recorded process: a stranger
+		// that took the PID since could only make this refuse, and the signals go through the
+		// handle anyway.
+		if err = authority.CheckOwner(row.PID, opts.owner()); err != nil {
+			p.Close()
+			p = nil
+		}
+	}
 	gone := errors.Is(err, procid.ErrGone)
 	if err != nil && !gone {
 		_, r := t.settle(res, err, true)

@@ -59,6 +59,9 @@ func (r Result) OK() bool { return r.Outcome == Exited || r.Outcome == AlreadyEx
 type Options struct {
 	Grace    time.Duration // between SIGTERM and SIGKILL; default 3 s
 	KillWait time.Duration // after SIGKILL, how long to wait for the exit; default 2 s
+	// Owner, for [Row], is the uid the row's process must run as: the owner of the ledger the row
+	// was read from ([ledger.Ledger.Owner]). Nil means the caller's uid. Unused on Windows.
+	Owner *int
 }
 
 const (
@@ -178,4 +181,11 @@ func (t Target) wait(ctx context.Context) error {
 		return t.Scope.Wait(ctx)
 	}
 	return nil
+}
+
+func (o Options) owner() int {
+	if o.Owner != nil {
+		return *o.Owner
+	}
+	return os.Getuid()
 }

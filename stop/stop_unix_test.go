@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	testproc.Register("child", helperChild)
 	testproc.Register("stop-as-nobody", helperStopAsNobody)
+	testproc.Register("child-as-nobody", helperChildAsNobody)
 	testproc.Main(m)
 }
 
@@ -59,6 +61,16 @@ func helperChild(args []string) int {
 }
 
 // helperStopAsNobody drops to uid 65534 and stops the row given as JSON.
+// helperChildAsNobody is helperChild running as uid 65534. It drops root's ids itself: the test
+// binary lies in a directory only root may enter, so it cannot be started as another user.
+func helperChildAsNobody(args []string) int {
+	if err := errors.Join(syscall.Setgroups(nil), syscall.Setgid(65534), syscall.Setuid(65534)); err != nil {
+		fmt.Println("error cannot drop privileges:", err)
+		return 1
+	}
+	return helperChild(args)
+}
+
 func helperStopAsNobody(args []string) int {
 	if err := errors.Join(syscall.Setgroups(nil), syscall.Setgid(65534), syscall.Setuid(65534)); err != nil {
 		fmt.Println("skip cannot drop privileges:", err)
@@ -69,7 +81,12 @@ func helperStopAsNobody(args []string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	res := stop.Row(context.Background(), row, stop.Options{Grace: 200 * time.Millisecond})
+	opts := stop.Options{Grace: 200 * time.Millisecond}
+	if len(args) > 1 { // the uid owning the ledger the row came from
+		uid := atoi(args[1])
+		opts.Owner = &uid
+	}
+	res := stop.Row(context.Background(), row, opts)
 	fmt.Println("outcome", res.Outcome, res.Reason)
 	return 0
 }
@@ -78,7 +95,13 @@ func helperStopAsNobody(args []string) int {
 // owner would, and returns its row (scope pgrp) and the PIDs it reported.
 func start(t *testing.T, args ...string) (ledger.Row, []int, *testproc.Proc) {
 	t.Helper()
-	cmd := testproc.Helper(t, "child", args...)
+	return startAs(t, "child", args...)
+}
+
+// startAs is start with the child helper name: "child", or "child-as-nobody".
+func startAs(t *testing.T, name string, args ...string) (ledger.Row, []int, *testproc.Proc) {
+	t.Helper()
+	cmd := testproc.Helper(t, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A grandchild's lifeline, fd 3: it must not close when the child is reaped, as the
 	// child's stdin does, or the grandchild would exit on its own and prove nothing.
@@ -175,19 +198,66 @@ func TestOutcomes(t *testing.T) {
 	})
 }
 
-// TestPermissionDenied: an unprivileged caller stopping a process it may not signal gets
-// permission-denied, and the process lives.
+// TestPermissionDenied: an unprivileged caller stopping root's process from a root-owned ledger
+// (which it may trust) gets permission-denied, and the process lives.
 func TestPermissionDenied(t *testing.T) {
 	testproc.RequireRoot(t)
 	row, pids, _ := start(t, "exit")
 	raw, _ := json.Marshal(row)
-	h := testproc.Start(t, testproc.Helper(t, "stop-as-nobody", string(raw)))
+	h := testproc.Start(t, testproc.Helper(t, "stop-as-nobody", string(raw), "0"))
 	f := h.Expect("outcome ", 10*time.Second)
 	if f[0] != "permission-denied" {
 		t.Errorf("outcome as uid 65534: %v; want permission-denied", f)
 	}
 	if _, err := procid.Read(pids[0]); err != nil {
 		t.Errorf("the child did not survive: %v", err)
+	}
+}
+
+// TestOtherUsersProcess: a row licenses no signal to a process that runs as another user than the
+// ledger's owner: an unprivileged caller's row naming root's process, and root's row naming an
+// ordinary user's process, are no-authority, and both processes live.
+func TestOtherUsersProcess(t *testing.T) {
+	testproc.RequireRoot(t)
+	t.Run("root's process in a user's ledger", func(t *testing.T) {
+		row, pids, _ := start(t, "exit")
+		raw, _ := json.Marshal(row)
+		h := testproc.Start(t, testproc.Helper(t, "stop-as-nobody", string(raw)))
+		if f := h.Expect("outcome ", 10*time.Second); f[0] != "no-authority" {
+			t.Errorf("outcome as uid 65534: %v; want no-authority", f)
+		}
+		if _, err := procid.Read(pids[0]); err != nil {
+			t.Errorf("the child did not survive: %v", err)
+		}
+	})
+	t.Run("a user's process in root's ledger", func(t *testing.T) {
+		row, pids, _ := startAs(t, "child-as-nobody", "exit")
+		res := stop.Row(context.Background(), row, stop.Options{})
+		if res.Outcome != stop.NoAuthority || !strings.Contains(res.Reason, "uid 65534") {
+			t.Errorf("result %+v; want no-authority naming uid 65534", res)
+		}
+		if _, err := procid.Read(pids[0]); err != nil {
+			t.Errorf("the child did not survive: %v", err)
+		}
+	})
+}
+
+// TestProtected: a row naming init, the caller or its parent is no-authority, whatever its
+// identity proves, and nothing is signalled.
+func TestProtected(t *testing.T) {
+	for _, pid := range []int{1, os.Getpid(), os.Getppid()} {
+		inc, err := procid.Read(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := ledger.NewRow(inc, procid.Incarnation{})
+		res := stop.Row(context.Background(), row, stop.Options{Grace: 100 * time.Millisecond})
+		if res.Outcome != stop.NoAuthority || !strings.Contains(res.Reason, "never signals") {
+			t.Errorf("pid %d: result %+v; want no-authority, protected", pid, res)
+		}
+		if after, err := procid.Read(pid); err != nil || after.ID != inc.ID {
+			t.Errorf("pid %d after the stop: %v, %v", pid, after.ID, err)
+		}
 	}
 }
 

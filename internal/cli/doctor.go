@@ -22,12 +22,17 @@ type doctorOptions struct {
 }
 
 const doctorHelp = `Report what this machine offers custody (pidfd, a writable cgroup v2, child subreapers,
-a boot id) and the ledger's health. A missing feature is information: custody falls back (see
-each line). Doctor changes nothing, not even a corrupt ledger.
+a boot id) and the ledger's health and trust. A missing feature is information: custody falls
+back (see each line). Doctor changes nothing, not even a corrupt ledger.
+
+The ledger is trusted when it and its lock are regular files (no symbolic links, no FIFOs) owned
+by you or root and writable by nobody else, in a directory owned by you or root that nobody else
+may write, below directories nobody else may write (unless sticky, as /tmp). Every other verb
+refuses an untrusted ledger; doctor says why, and reads nothing more of it.
 
 EXIT STATUS
-  0   the ledger is healthy (or absent)
-  1   the ledger is corrupt or cannot be read
+  0   the ledger is healthy and trusted (or absent)
+  1   the ledger is corrupt, cannot be read, or is not trusted
   2   bad flags or arguments`
 
 // check is one line of the report.
@@ -45,6 +50,8 @@ type ledgerHealth struct {
 	Corrupt     string   `json:"corrupt,omitempty"`
 	Quarantined []string `json:"quarantined,omitempty"`
 	Lock        string   `json:"lock"`
+	// Trust is "ok", or why every verb refuses the ledger (see ledger.Ledger.Trust).
+	Trust string `json:"trust"`
 }
 
 type doctorReport struct {
@@ -82,7 +89,7 @@ func runDoctor(ctx context.Context, o *doctorOptions) error {
 	} else {
 		printDoctor(o, rep)
 	}
-	if rep.Ledger.Corrupt != "" {
+	if rep.Ledger.Corrupt != "" || rep.Ledger.Trust != "ok" {
 		return statusError{exitError}
 	}
 	return nil
@@ -99,6 +106,11 @@ func printDoctor(o *doctorOptions, rep doctorReport) {
 	}
 	h := rep.Ledger
 	fmt.Fprintf(o.stdout, "ledger   %s\n", h.Path)
+	if h.Trust != "ok" {
+		fmt.Fprintf(o.stdout, "  trust  refused: %s (every verb refuses it)\n", h.Trust)
+		return
+	}
+	fmt.Fprintf(o.stdout, "  trust  ok\n")
 	switch {
 	case h.Corrupt != "":
 		fmt.Fprintf(o.stdout, "  state  corrupt: %s (the next write moves it aside)\n", h.Corrupt)
@@ -123,8 +135,12 @@ func bootCheck() check {
 
 // health inspects the ledger without changing it.
 func health(ctx context.Context, l *ledger.Ledger) ledgerHealth {
-	h := ledgerHealth{Path: l.Path()}
-	if fi, err := os.Stat(l.Path()); err == nil {
+	h := ledgerHealth{Path: l.Path(), Trust: "ok"}
+	if err := l.Trust(); err != nil {
+		h.Trust = err.Error()
+		return h // reading on could block (a FIFO) or follow a link where the ledger should be
+	}
+	if fi, err := os.Lstat(l.Path()); err == nil {
 		h.Exists, h.Mode = true, fi.Mode().Perm().String()
 	}
 	h.Quarantined, _ = filepath.Glob(l.Path() + ".corrupt*")

@@ -22,6 +22,7 @@ const (
 	exitError    exitCode = 1  // the command failed; nothing was changed
 	exitUsage    exitCode = 2  // bad flags or arguments; nothing was changed
 	exitUnproven exitCode = 3  // some outcome was not exited or already-exited (stop, reap)
+	exitStale    exitCode = 4  // stop, reap: processes were signalled, then the ledger or the report failed
 	exitLocked   exitCode = 11 // the ledger lock was held too long by another process; nothing written
 )
 
@@ -37,6 +38,16 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 type statusError struct{ code exitCode }
 
 func (e statusError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// codedError is an error reported like any other, but with a chosen exit status: for a failure
+// after signals were sent, whose usual status would claim that nothing was.
+type codedError struct {
+	code exitCode
+	err  error
+}
+
+func (e codedError) Error() string { return e.err.Error() }
+func (e codedError) Unwrap() error { return e.err }
 
 // Main runs the command line with os.Args and returns the exit status.
 func Main() int {
@@ -59,6 +70,9 @@ func report(err error, stderr io.Writer) exitCode {
 		return se.code
 	}
 	fmt.Fprintf(stderr, "custody: error: %v\n", err)
+	if ce, ok := errors.AsType[codedError](err); ok {
+		return ce.code
+	}
 	switch {
 	case ledger.IsLocked(err):
 		fmt.Fprintln(stderr, "custody: hint: another process holds the ledger lock; if it is stopped, resume or end it")

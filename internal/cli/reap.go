@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -31,14 +32,22 @@ const reapHelp = `Stop what crashed sessions left behind, only with proof. A row
 Unknown anywhere means keep. A reap stops the row's scope as 'custody stop' does. Every row's
 decision is printed with its reason: reap (spawner-dead, orphaned), gone (already-exited, other-boot:
 the row is dropped), or keep (pid-reused, not-reapable, identity-unproven, spawner-alive,
-spawner-unknown, not-orphaned, too-young, self-or-ancestor). Only rows of this install are considered unless --all.
+spawner-unknown, not-orphaned, too-young, self-or-ancestor, kernel-thread). Only rows of this install are considered unless --all.
+
+A row is a claim, not a licence: its process must run as the ledger's owner, and is never init
+or a kernel thread (kernel-thread); the ledger must be trusted (owned by you or root, writable by
+nobody else, no symbolic links), or nothing is signalled.
 
 EXIT STATUS
   0   every reaped row's outcome is exited or already-exited (or --dry-run)
-  1   the ledger could not be read (a corrupt one is moved aside); nothing was signalled
-  2   bad flags or arguments
-  3   some reaped row's outcome is no-authority, permission-denied or timed-out
-  11  the ledger lock was held too long when dropping rows`
+  1   the ledger could not be read (a corrupt one is moved aside) or is not trusted, or dropping
+      rows of exited processes failed; nothing was signalled
+  2   bad flags or arguments; nothing was signalled
+  3   some reaped row's outcome is no-authority, permission-denied or timed-out (others may have
+      been signalled)
+  4   processes were signalled and seen to exit, but the ledger could not be updated or the
+      decisions not written; their rows stay until a later write prunes them
+  11  the ledger lock was held too long by another process; nothing was signalled`
 
 func newReap(g *globals) *cli.Command {
 	o := &reapOptions{globals: g}
@@ -76,18 +85,14 @@ func runReap(ctx context.Context, o *reapOptions) error {
 	if ds == nil && err != nil {
 		return fmt.Errorf("reap: %w; nothing was signalled", err)
 	}
-	if perr := printDecisions(o, ds); perr != nil {
-		return perr
-	}
-	if err != nil {
-		return err
-	}
+	err = errors.Join(err, printDecisions(o, ds))
+	var results []stop.Result
 	for _, d := range ds {
-		if d.Result != nil && !d.Result.OK() {
-			return statusError{exitUnproven}
+		if d.Result != nil {
+			results = append(results, *d.Result)
 		}
 	}
-	return nil
+	return afterSignals(results, err)
 }
 
 func printDecisions(o *reapOptions, ds []reap.Decision) error {

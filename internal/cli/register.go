@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
 )
@@ -28,11 +29,17 @@ The process's own exact start is read now: register it while it surely lives.
 
 The row is reapable (reap may stop it once its spawner is provably dead) unless --keep is given.
 
+A row is a claim that stop and reap act on, so register refuses init, kernel threads, custody
+itself and its ancestors (the shell that runs it), and, unless the caller is root, a process of
+another user. The ledger must be trusted (owned by you or root, writable by nobody else, no
+symbolic links).
+
 EXIT STATUS
   0   the row was written
-  1   the process does not exist or cannot be read, or the ledger cannot be written
-  2   bad flags or arguments
-  11  the ledger lock was held too long by another process`
+  1   the process does not exist, cannot be read or is refused, or the ledger is not trusted or
+      cannot be written; nothing was written
+  2   bad flags or arguments; nothing was written
+  11  the ledger lock was held too long by another process; nothing was written`
 
 func newRegister(g *globals) *cli.Command {
 	o := &registerOptions{globals: g}
@@ -83,6 +90,9 @@ func runRegister(ctx context.Context, o *registerOptions) error {
 	if err != nil {
 		return fmt.Errorf("register %d: cannot prove its identity: %w", pid, err)
 	}
+	if err := mayRegister(pid); err != nil {
+		return fmt.Errorf("register %d: %w", pid, err)
+	}
 	// The spawner is the caller; if it cannot be read the row records none rather than a guess.
 	spawner, _ := procid.Read(os.Getppid())
 	row := ledger.NewRow(inc, spawner)
@@ -100,4 +110,17 @@ func runRegister(ctx context.Context, o *registerOptions) error {
 		fmt.Fprintf(o.stderr, "custody: warning: %v\n", rep.Quarantined)
 	}
 	return err
+}
+
+// mayRegister refuses what no row may name: a protected process (see [authority.Guard]), and,
+// unless the caller is root, another user's process. The owner is checked after the identity was
+// read: a stranger that took the PID since can only make this refuse.
+func mayRegister(pid int) error {
+	if err := authority.Refuse(pid); err != nil {
+		return err
+	}
+	if uid := os.Getuid(); uid != 0 {
+		return authority.CheckOwner(pid, uid)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
 )
 
@@ -29,19 +31,24 @@ records, and only then signals: SIGTERM to its scope (its process group, when cu
 it in one), then SIGKILL after the grace. Each PID gets one outcome:
 
   exited             seen to exit after the stop (a group: every member)
-  already-exited     it had exited before; nothing was signalled
-  no-authority       its identity could not be proven, or it has no ledger row; nothing was signalled
+  already-exited     it had exited before (or no process has the PID); nothing was signalled
+  no-authority       nothing was signalled: its identity could not be proven, it has no ledger
+                     row, it runs as another user than the ledger's owner, or it is init, a
+                     kernel thread, custody itself or one of custody's ancestors
   permission-denied  the OS refused the signal
   timed-out          signalled, but no exit was seen in time
 
-Rows of processes seen gone are dropped from the ledger.
+Rows of processes seen gone are dropped from the ledger. The ledger must be trusted (owned by
+you or root, writable by nobody else, no symbolic links): otherwise nothing is signalled.
 
 EXIT STATUS
   0   every outcome is exited or already-exited
-  1   the ledger could not be read; nothing was signalled
+  1   the ledger could not be read or is not trusted; nothing was signalled
   2   bad flags or arguments (such as a PID that is not a positive integer); nothing was signalled
-  3   some outcome is no-authority, permission-denied or timed-out
-  11  the ledger lock was held too long when dropping rows`
+  3   some outcome is no-authority, permission-denied or timed-out (others may have been signalled)
+  4   processes were signalled and seen to exit, but the ledger could not be updated or the
+      outcomes not written; their rows stay until a later write prunes them
+  11  the ledger lock was held too long by another process; nothing was signalled`
 
 func newStop(g *globals) *cli.Command {
 	o := &stopOptions{globals: g}
@@ -83,6 +90,11 @@ func runStop(ctx context.Context, o *stopOptions) error {
 	if err != nil {
 		return fmt.Errorf("stop: %w; nothing was signalled", err)
 	}
+	uid, err := l.Owner()
+	if err != nil {
+		return fmt.Errorf("stop: %w; nothing was signalled", err)
+	}
+	opts := stop.Options{Grace: o.grace, Owner: &uid}
 	results := make([]stop.Result, len(pids))
 	var gone []ledger.Row
 	var mu sync.Mutex
@@ -90,11 +102,11 @@ func runStop(ctx context.Context, o *stopOptions) error {
 	for i, pid := range pids {
 		row, ok := findRow(rows, pid)
 		if !ok {
-			results[i] = stop.Result{PID: pid, Outcome: stop.NoAuthority, Reason: fmt.Sprintf("no ledger row for pid %d", pid)}
+			results[i] = noRow(pid)
 			continue
 		}
 		wg.Go(func() {
-			results[i] = stop.Row(ctx, row, stop.Options{Grace: o.grace})
+			results[i] = stop.Row(ctx, row, opts)
 			if results[i].OK() {
 				mu.Lock()
 				gone = append(gone, row)
@@ -103,18 +115,37 @@ func runStop(ctx context.Context, o *stopOptions) error {
 		})
 	}
 	wg.Wait()
-	if err := printResults(o.stdout, results, o.json); err != nil {
-		return err
+	err = errors.Join(printResults(o.stdout, results, o.json), l.Drop(ctx, gone))
+	return afterSignals(results, err)
+}
+
+// noRow is the outcome for a PID without a ledger row: already-exited when no process has it
+// (another stop may just have stopped it and dropped its row), no-authority otherwise.
+func noRow(pid int) stop.Result {
+	if _, err := procid.Read(pid); errors.Is(err, procid.ErrGone) {
+		return stop.Result{PID: pid, Outcome: stop.AlreadyExited, Reason: fmt.Sprintf("no process has pid %d, and no ledger row names it", pid)}
 	}
-	if err := l.Drop(ctx, gone); err != nil {
-		return err
-	}
+	return stop.Result{PID: pid, Outcome: stop.NoAuthority, Reason: fmt.Sprintf("no ledger row for pid %d", pid)}
+}
+
+// afterSignals maps what a stop or reap did, and err from what followed (dropping rows, printing),
+// to the command's error, so that the exit status never claims less than happened: once a
+// signal was sent, a failure is never the status that says nothing was.
+func afterSignals(results []stop.Result, err error) error {
+	signalled, unproven := false, false
 	for _, r := range results {
-		if !r.OK() {
-			return statusError{exitUnproven}
-		}
+		signalled = signalled || r.Outcome == stop.Exited || r.Outcome == stop.TimedOut
+		unproven = unproven || !r.OK()
 	}
-	return nil
+	switch {
+	case unproven && err != nil:
+		return codedError{exitUnproven, err}
+	case unproven:
+		return statusError{exitUnproven}
+	case err != nil && signalled:
+		return codedError{exitStale, err}
+	}
+	return err
 }
 
 // findRow returns the newest row for pid, of any install: the caller named the PID.

@@ -41,9 +41,12 @@ $XDG_STATE_HOME/custody/spawn-ledger.json); --ledger or $CUSTODY_LEDGER names an
 
 EXIT STATUS
   0   success
-  1   the command failed; nothing was changed
+  1   the command failed (the ledger unreadable or not trusted, among others); nothing was
+      changed or signalled
   2   bad flags or arguments; nothing was changed
   3   stop or reap: some process was not seen to exit
+  4   stop or reap: processes were signalled and seen to exit, but the ledger could not be
+      updated afterwards
   11  the ledger lock was held too long by another process; nothing was written`
 
 // The help layouts. urfave/cli renders them through a tabwriter: a flag's String is its names and

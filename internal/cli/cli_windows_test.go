@@ -254,9 +254,19 @@ func TestRegisterPsStop(t *testing.T) {
 	if rows, err := ledger.Peek(led); err != nil || len(rows) != 0 {
 		t.Errorf("the ledger file after the stop: %v, %v", rows, err)
 	}
+	// A second stop finds neither a row nor a process: it had already exited.
 	r = runCLI(t, "--ledger", led, "stop", pid)
+	if r.code != 0 || !strings.Contains(r.stdout, "already-exited") {
+		t.Errorf("a second stop: %+v; want exit 0, already-exited", r)
+	}
+	// A live process without a row: custody has nothing to prove it by.
+	_, live := block(t)
+	r = runCLI(t, "--ledger", led, "stop", strconv.Itoa(live.PID))
 	if r.code != 3 || !strings.Contains(r.stdout, "no-authority") {
-		t.Errorf("stop of a pid with no row: %+v; want exit 3, no-authority", r)
+		t.Errorf("stop of a live pid with no row: %+v; want exit 3, no-authority", r)
+	}
+	if err := live.Verify(); err != nil {
+		t.Errorf("the process without a row after the stop: %v", err)
 	}
 }
 

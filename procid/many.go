@@ -1,6 +1,7 @@
 package procid
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 )
@@ -9,18 +10,74 @@ import (
 type Result struct {
 	Inc Incarnation
 	Err error
+	// byPidfs: read through a pidfd alone (see [ReadRecords]); Inc has the PID, the pidfs id and
+	// the boot id, and nothing from /proc.
+	byPidfs bool
 }
 
-// Reads holds one [Read] per PID, so that many records naming one PID (a spawner and its
+// Reads holds one read per PID, so that many records naming one PID (a spawner and its
 // children) cost one read.
 type Reads map[int]Result
+
+// how says how a PID is read.
+type how uint8
+
+const (
+	howProc  how = iota // /proc (or the OS's equivalent) alone: Read
+	howExact            // /proc and the pidfs id: ReadExact
+	howPidfs            // the pidfs id and an exit poll, no /proc: every record naming it has an id
+)
 
 // ReadMany reads every PID in pids, spreading the reads over the available CPUs: a read is a
 // few system calls with no shared state, so a large ledger's proofs cost the floor of one read
 // loop divided by the cores. The result has one entry per distinct PID.
 func ReadMany(pids []int) Reads {
-	out := make(Reads, len(pids))
-	uniq := make([]int, 0, len(pids))
+	hows := make(map[int]how, len(pids))
+	for _, p := range pids {
+		hows[p] = howProc
+	}
+	return readAll(pids, hows)
+}
+
+// ReadRecords reads what proving recs takes, each PID once, spread over the CPUs like
+// [ReadMany]. A PID that only records with a pidfs id under this boot name is read through a
+// pidfd alone, with no /proc text (Linux 6.9+, where /proc hides no process from the caller);
+// one that some such record names is read with its pidfs id ([ReadExact]); the others are read.
+func ReadRecords(recs []Record) Reads {
+	boot, _ := BootID()
+	type need struct{ id, proc bool }
+	needs := make(map[int]need, len(recs))
+	pids := make([]int, 0, len(recs))
+	for _, r := range recs {
+		n, seen := needs[r.PID]
+		if !seen {
+			pids = append(pids, r.PID)
+		}
+		if r.pidfs(boot) != 0 {
+			n.id = true
+		} else {
+			n.proc = true
+		}
+		needs[r.PID] = n
+	}
+	fast := pidfsReads()
+	hows := make(map[int]how, len(needs))
+	for pid, n := range needs {
+		switch {
+		case n.id && !n.proc && fast:
+			hows[pid] = howPidfs
+		case n.id:
+			hows[pid] = howExact
+		default:
+			hows[pid] = howProc
+		}
+	}
+	return readAll(pids, hows)
+}
+
+func readAll(pids []int, hows map[int]how) Reads {
+	out := make(Reads, len(hows))
+	uniq := make([]int, 0, len(hows))
 	for _, p := range pids {
 		if _, ok := out[p]; !ok {
 			out[p] = Result{}
@@ -33,7 +90,7 @@ func ReadMany(pids []int) Reads {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(uniq); i += workers {
-				res[i].Inc, res[i].Err = Read(uniq[i])
+				res[i] = readHow(uniq[i], hows[uniq[i]])
 			}
 		})
 	}
@@ -44,11 +101,30 @@ func ReadMany(pids []int) Reads {
 	return out
 }
 
-// Get returns the read of pid, reading it now if it was not read before.
+func readHow(pid int, h how) Result {
+	var res Result
+	switch h {
+	case howPidfs:
+		res.Inc, res.Err = readPidfs(pid)
+		res.byPidfs = true
+		if res.Err != nil && !errors.Is(res.Err, ErrGone) { // this way cannot tell: read /proc
+			return readHow(pid, howExact)
+		}
+	case howExact:
+		res.Inc, res.Err = ReadExact(pid)
+	default:
+		res.Inc, res.Err = Read(pid)
+	}
+	return res
+}
+
+// Get returns the read of pid, reading it now (with its pidfs id) if it was not read before. A
+// process found alive through a pidfd alone is read again from /proc, so that the result is
+// complete.
 func (r Reads) Get(pid int) Result {
 	res, ok := r[pid]
-	if !ok {
-		res.Inc, res.Err = Read(pid)
+	if !ok || res.byPidfs && res.Err == nil {
+		res = readHow(pid, howExact)
 		r[pid] = res
 	}
 	return res
@@ -65,6 +141,24 @@ func (r Reads) Check(rec Record, strict bool) (State, Proof) {
 			return Dead, NoProof
 		}
 	}
-	res := r.Get(rec.PID)
+	res, ok := r[rec.PID]
+	switch {
+	case !ok && rec.pidfs(bootOrNone()) != 0 && pidfsReads():
+		res = readHow(rec.PID, howPidfs)
+		r[rec.PID] = res
+	case !ok:
+		res = r.Get(rec.PID)
+	case res.Err != nil:
+	case res.byPidfs && rec.pidfs(res.Inc.BootID) == 0:
+		res = r.Get(rec.PID) // the record needs /proc's fields
+	case res.Inc.PidfdID == 0 && rec.pidfs(res.Inc.BootID) != 0 && PidfsError() == nil:
+		res = readHow(rec.PID, howExact) // read without the id the record can be proven by
+		r[rec.PID] = res
+	}
 	return rec.Judge(res.Inc, res.Err, strict)
+}
+
+func bootOrNone() string {
+	boot, _ := BootID()
+	return boot
 }

@@ -14,15 +14,28 @@
 // unknown never licenses a kill.
 //
 // Linux start ticks have the resolution of USER_HZ (10 ms): a PID recycled within the same tick
-// as its previous holder started is indistinguishable through /proc. That is why custody signals
-// through handles (pidfd, process handles) wherever it holds one, and uses start times only to
-// prove that a freshly opened handle names the recorded process.
+// as its previous holder started is indistinguishable through /proc. Linux 6.9+ closes that gap:
+// every process has a pidfs inode, whose number ([ID.PidfdID], fstat(2) of a pidfd) no other
+// process of the boot ever gets ([PidfsError] says whether this kernel has them). Where both sides
+// of a comparison carry one, it decides: equal is the same process, different another. Elsewhere,
+// and for records written by programs that do not record it, the start decides, with its limit:
+//
+//	OS       exact identity                          remaining limit
+//	Linux    pidfs id (6.9+, 64-bit), else start     none with pidfs ids; without, a PID recycled
+//	         ticks with the boot id                  within its holder's start tick (10 ms)
+//	macOS    start in microseconds                   a PID recycled within the same microsecond
+//	Windows  creation FILETIME                       a PID recycled within one system clock tick
+//	                                                 (≤ 15.6 ms): the stamp's real resolution
+//
+// custody signals through handles (pidfd, process handles) wherever it holds one, and uses these
+// identities to prove that a freshly opened handle names the recorded process.
 package procid
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 )
 
 var (
@@ -35,12 +48,22 @@ var (
 
 // ID is a process incarnation's identity: a PID and its exact start in the OS-native unit (see
 // the package doc). Start is opaque: compare it, never convert it to wall-clock time.
+//
+// PidfdID is the process's pidfs id (Linux 6.9+), 0 when not known: [Read] leaves it 0 (it costs
+// a pidfd), [ReadExact] and [Self] fill it where the kernel has pidfs ids. When set, it decides
+// [ID.Verify].
 type ID struct {
-	PID   int
-	Start uint64
+	PID     int
+	Start   uint64
+	PidfdID uint64
 }
 
-func (id ID) String() string { return fmt.Sprintf("%d@%d", id.PID, id.Start) }
+func (id ID) String() string {
+	if id.PidfdID != 0 {
+		return fmt.Sprintf("%d@%d/pidfs:%d", id.PID, id.Start, id.PidfdID)
+	}
+	return fmt.Sprintf("%d@%d", id.PID, id.Start)
+}
 
 // Incarnation is everything custody reads about one live process at once.
 type Incarnation struct {
@@ -69,13 +92,30 @@ func Read(pid int) (Incarnation, error) {
 	return read(pid)
 }
 
-// Self returns the calling process's incarnation.
+// ReadExact is [Read] plus the process's pidfs id ([ID.PidfdID]) where the kernel has them: it
+// opens a pidfd on pid, reads the incarnation, and takes the id from the pidfd, which names the
+// incarnation read because the process was alive at the read, after the open. Without pidfs ids
+// (see [PidfsError]) it is Read.
+func ReadExact(pid int) (Incarnation, error) {
+	if pid <= 0 {
+		return Incarnation{}, fmt.Errorf("procid: read pid %d: %w", pid, ErrGone)
+	}
+	return readExact(pid)
+}
+
+// Self returns the calling process's incarnation, with its pidfs id where the kernel has them.
 func Self() (Incarnation, error) { return selfOnce() }
 
 // Verify reports, with a nil error, that id.PID still names the incarnation id records; otherwise
 // it returns an error wrapping [ErrGone] or [ErrReused], or another error when the process cannot
 // be read (unknown). Call it at the last moment before acting on a PID.
+//
+// With id.PidfdID set and pidfs ids available, the pidfs id decides, through a pidfd opened on
+// the PID: no /proc read, and a PID recycled within its holder's start tick is told apart.
 func (id ID) Verify() error {
+	if id.PidfdID != 0 && PidfsError() == nil {
+		return verifyPidfs(id)
+	}
 	inc, err := Read(id.PID)
 	if err != nil {
 		return err
@@ -94,6 +134,21 @@ func Exists(pid int) bool {
 	}
 	return exists(pid)
 }
+
+// PidfsError returns nil when fstat(2) of a pidfd yields an id that no other process of the boot
+// ever has (Linux 6.9+ pidfs, on a 64-bit kernel), and otherwise why not: outside Linux an error
+// wrapping [errors.ErrUnsupported]. The probe runs once per process; custody doctor shows it.
+func PidfsError() error { return pidfsErr() }
+
+// PidfdID returns the pidfs id of the process the pidfd fd names (a pidfd the caller holds open).
+// It returns an error wrapping [errors.ErrUnsupported] without pidfs ids.
+func PidfdID(fd uintptr) (uint64, error) { return pidfdIDOf(fd) }
+
+// HandleID returns the pidfs id of the process behind p's handle: the pidfd Go took at spawn
+// (Linux), so no PID is looked up and no recycling can intervene. It returns an error wrapping
+// [errors.ErrUnsupported] without pidfs ids, and one wrapping [os.ErrProcessDone] once p was
+// waited for.
+func HandleID(p *os.Process) (uint64, error) { return handleID(p) }
 
 // BootID returns the identifier of the running boot: Linux's /proc/sys/kernel/random/boot_id.
 // Elsewhere it returns an error wrapping [errors.ErrUnsupported]; records then carry no boot id.

@@ -154,5 +154,3 @@ func clockTicks() int64 {
 	}
 	return 100
 }
-
-var selfOnce = sync.OnceValues(func() (Incarnation, error) { return Read(os.Getpid()) })

@@ -183,7 +183,7 @@ func TestSelf(t *testing.T) {
 		t.Errorf("Self().CreateTime = %.3f, now %.3f", self.CreateTime, now)
 	}
 	again, err := Read(os.Getpid())
-	if err != nil || again.ID != self.ID || math.Abs(again.CreateTime-self.CreateTime) > 1e-6 {
+	if err != nil || again.PID != self.PID || again.Start != self.Start || math.Abs(again.CreateTime-self.CreateTime) > 1e-6 {
 		t.Errorf("Read(self) = %v, %v; Self() = %v", again, err, self)
 	}
 	if err := self.Verify(); err != nil {

@@ -47,11 +47,14 @@ type Record struct {
 	BootID     *string  // Linux boot id under which StartTicks counts
 	BootStart  *float64 // start in seconds since boot (Hermes's boot_start: ticks / CLK_TCK)
 	CreateTime *float64 // epoch seconds
+	PidfdID    *uint64  // pidfs id (Linux 6.9+) under BootID; see [ID.PidfdID]
 }
 
-// Check decides a record's liveness from a fresh read, by DESIGN's identity rules:
+// Check decides a record's liveness from a fresh read, by the identity rules:
 //   - a record from another boot is dead, without reading the process;
 //   - a missing process or a zombie is dead; an unreadable one is unknown;
+//   - with a pidfs id recorded under this boot and one read, equal is alive, different is dead
+//     (a PID recycled within its holder's start tick is told apart only this way);
 //   - with an exact start recorded (start ticks, or boot_start, under the same boot), equal is
 //     alive, different is dead;
 //   - otherwise, with a create time recorded, |live-recorded| < 2 s is alive, else dead;
@@ -72,6 +75,12 @@ func (r Record) Judge(inc Incarnation, err error, strict bool) (State, Proof) {
 }
 
 func (r Record) match(inc Incarnation, strict bool) (State, Proof) {
+	if id := r.pidfs(inc.BootID); id != 0 && inc.PidfdID != 0 {
+		if id == inc.PidfdID {
+			return Alive, ExactProof
+		}
+		return Dead, NoProof
+	}
 	// An exact start proves only under the same boot; a record without a boot id on a system that
 	// has one could come from an earlier boot, so it falls through to the epoch rule.
 	if r.StartTicks != nil && (r.BootID != nil || inc.BootID == "") {
@@ -98,6 +107,20 @@ func (r Record) match(inc Incarnation, strict bool) (State, Proof) {
 		return Unknown, NoProof
 	}
 	return Alive, NoProof
+}
+
+// PidfsID returns the record's pidfs id when it can prove anything on this boot (see pidfs), and
+// 0 otherwise.
+func (r Record) PidfsID() uint64 { return r.pidfs(bootOrNone()) }
+
+// pidfs returns the record's pidfs id when it may be compared under boot: positive (anything else
+// a row may hold is no id, never a match) and recorded under that boot, since the ids count
+// afresh from every boot. It returns 0 otherwise.
+func (r Record) pidfs(boot string) uint64 {
+	if r.PidfdID == nil || *r.PidfdID == 0 || r.BootID == nil || boot == "" || *r.BootID != boot {
+		return 0
+	}
+	return *r.PidfdID
 }
 
 func (r Record) String() string { return fmt.Sprintf("pid %d", r.PID) }

@@ -252,11 +252,11 @@ func (l *Ledger) LockStatus(ctx context.Context, wait time.Duration) string {
 	return "free"
 }
 
-// Same reports whether two rows record the same registration: the same PID, start and
+// Same reports whether two rows record the same registration: the same PID, start, pidfs id and
 // registration time. A row rewritten for a new process that reused the PID is not the same.
 func (r Row) Same(o Row) bool {
 	return r.PID == o.PID && r.RegisteredAt == o.RegisteredAt && eqPtr(r.StartTicks, o.StartTicks) &&
-		eqPtr(r.CreateTime, o.CreateTime)
+		eqPtr(r.CreateTime, o.CreateTime) && eqPtr(r.PidfdID, o.PidfdID)
 }
 
 func eqPtr[T comparable](a, b *T) bool { return a == b || a != nil && b != nil && *a == *b }

@@ -11,7 +11,8 @@ import (
 const ArgvTokens = 10
 
 // NewRow describes the live process inc, started by spawner (zero when none is recorded), for a
-// row: its exact start, its epoch start, its boot, and its first argv tokens.
+// row: its exact start, its pidfs id when inc has one ([procid.ReadExact]), its epoch start, its
+// boot, and its first argv tokens.
 // Purpose, install, host, port and custody's scope fields are the caller's to set.
 func NewRow(inc procid.Incarnation, spawner procid.Incarnation) Row {
 	r := newRow(inc, spawner)
@@ -31,6 +32,9 @@ func newRow(inc, spawner procid.Incarnation) Row {
 	if inc.BootID != "" {
 		r.BootID = ptr(inc.BootID)
 		r.BootStart = ptr(inc.BootStart)
+		if inc.PidfdID != 0 { // ids count from each boot: one is recorded only with its boot
+			r.PidfdID = ptr(inc.PidfdID)
+		}
 	}
 	if spawner.PID > 0 {
 		r.SpawnerPID = ptr(spawner.PID)
@@ -38,6 +42,9 @@ func newRow(inc, spawner procid.Incarnation) Row {
 		r.SpawnerStartTicks = ptr(spawner.Start)
 		if spawner.BootID != "" {
 			r.SpawnerBoot = ptr(spawner.BootStart)
+			if spawner.PidfdID != 0 {
+				r.SpawnerPidfdID = ptr(spawner.PidfdID)
+			}
 		}
 	}
 	if inc.PGID > 0 {

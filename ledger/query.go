@@ -25,7 +25,8 @@ type Query struct {
 
 // Query reads the rows and judges each one's liveness and its spawner's. Each PID is read once
 // per query, however many rows name it (a spawner usually has many children), and the reads are
-// spread over the CPUs.
+// spread over the CPUs. Rows with a pidfs id are proven through a pidfd alone where the kernel
+// allows (see [procid.ReadRecords]): no /proc text.
 func (l *Ledger) Query(ctx context.Context, q Query) ([]Entry, error) {
 	rows, err := l.Rows(ctx)
 	if err != nil {
@@ -36,16 +37,16 @@ func (l *Ledger) Query(ctx context.Context, q Query) ([]Entry, error) {
 
 // Judge applies q to rows already read.
 func Judge(rows []Row, q Query) []Entry {
-	pids := make([]int, 0, 2*len(rows))
+	recs := make([]procid.Record, 0, 2*len(rows))
 	for _, r := range rows {
 		if q.Install == "" || r.Install == q.Install {
-			pids = append(pids, r.PID)
+			recs = append(recs, r.Record())
 			if r.SpawnerPID != nil {
-				pids = append(pids, *r.SpawnerPID)
+				recs = append(recs, r.SpawnerRecord())
 			}
 		}
 	}
-	reads := procid.ReadMany(pids)
+	reads := procid.ReadRecords(recs)
 	out := make([]Entry, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]

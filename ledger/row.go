@@ -33,6 +33,8 @@ type Row struct {
 
 	StartTicks        *uint64 `json:"start_ticks,omitempty"`         // exact start, OS-native unit (see procid)
 	SpawnerStartTicks *uint64 `json:"spawner_start_ticks,omitempty"` // the spawner's exact start
+	PidfdID           *uint64 `json:"pidfd_id,omitempty"`            // pidfs id under boot_id (Linux 6.9+; see procid)
+	SpawnerPidfdID    *uint64 `json:"spawner_pidfd_id,omitempty"`    // the spawner's pidfs id
 	PGID              *int    `json:"pgid,omitempty"`                // process group, when the row's scope is one
 	Scope             string  `json:"scope,omitempty"`               // "pgrp", "cgroup", "job", or "" for the process alone
 	Reapable          *bool   `json:"reapable,omitempty"`            // reap may stop it once its spawner is dead
@@ -47,13 +49,15 @@ type Row struct {
 
 // Record returns what the row remembers of its process's incarnation.
 func (r Row) Record() procid.Record {
-	return procid.Record{PID: r.PID, StartTicks: r.StartTicks, BootID: r.BootID, BootStart: r.BootStart, CreateTime: r.CreateTime}
+	return procid.Record{PID: r.PID, StartTicks: r.StartTicks, BootID: r.BootID, BootStart: r.BootStart,
+		CreateTime: r.CreateTime, PidfdID: r.PidfdID}
 }
 
 // SpawnerRecord returns what the row remembers of its spawner's incarnation. Its PID is 0 when no
 // spawner was recorded.
 func (r Row) SpawnerRecord() procid.Record {
-	rec := procid.Record{StartTicks: r.SpawnerStartTicks, BootID: r.BootID, BootStart: r.SpawnerBoot, CreateTime: r.SpawnerCreate}
+	rec := procid.Record{StartTicks: r.SpawnerStartTicks, BootID: r.BootID, BootStart: r.SpawnerBoot,
+		CreateTime: r.SpawnerCreate, PidfdID: r.SpawnerPidfdID}
 	if r.SpawnerPID != nil {
 		rec.PID = *r.SpawnerPID
 	}
@@ -127,7 +131,7 @@ func decodeRow(raw []byte, full bool) (r Row, ok bool) {
 // Same match registrations.
 func identityKey(k []byte) bool {
 	switch string(k) {
-	case "pid", "create_time", "boot_id", "boot_start", "start_ticks", "registered_at":
+	case "pid", "create_time", "boot_id", "boot_start", "start_ticks", "registered_at", "pidfd_id":
 		return true
 	}
 	return false
@@ -182,6 +186,10 @@ func (r *Row) decodeCustodyField(key string, v []byte) {
 		r.StartTicks = uintPtr(v)
 	case "spawner_start_ticks":
 		r.SpawnerStartTicks = uintPtr(v)
+	case "pidfd_id":
+		r.PidfdID = idPtr(v)
+	case "spawner_pidfd_id":
+		r.SpawnerPidfdID = idPtr(v)
 	case "pgid":
 		r.PGID = intPtr(v)
 	case "scope":
@@ -215,6 +223,17 @@ func intPtr(v []byte) *int {
 func uintPtr(v []byte) *uint64 {
 	n, ok := jsonscan.Int(v)
 	if !ok || n < 0 {
+		return nil
+	}
+	u := uint64(n)
+	return &u
+}
+
+// idPtr accepts a pidfs id: a positive integer. Anything else (0, negative, fractional, a string)
+// is no id, so the row falls back to its start ticks; it can never be taken for a match.
+func idPtr(v []byte) *uint64 {
+	n, ok := jsonscan.Int(v)
+	if !ok || n <= 0 {
 		return nil
 	}
 	u := uint64(n)

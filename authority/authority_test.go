@@ -23,7 +23,7 @@ func acquireKillWait(t *testing.T, wantPinned bool) {
 		t.Fatalf("Acquire: %v", err)
 	}
 	defer p.Close()
-	if p.PID() != inc.PID || p.ID() != inc.ID {
+	if p.PID() != inc.PID || !sameID(p.ID(), inc.ID) {
 		t.Errorf("PID, ID = %d, %v; want %d, %v", p.PID(), p.ID(), inc.PID, inc.ID)
 	}
 	if p.Pinned() != wantPinned {
@@ -99,7 +99,7 @@ func TestAcquireByCreateTime(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Acquire: %v", err)
 				}
-				if p.ID() != inc.ID {
+				if !sameID(p.ID(), inc.ID) {
 					t.Errorf("ID() = %v, want %v", p.ID(), inc.ID)
 				}
 				p.Close()
@@ -184,7 +184,7 @@ func fromOS(t *testing.T) {
 		t.Fatalf("FromOS: %v", err)
 	}
 	defer p.Close()
-	if p.ID() != inc.ID || !p.Pinned() {
+	if !sameID(p.ID(), inc.ID) || !p.Pinned() {
 		t.Errorf("ID, Pinned = %v, %v; want %v, true", p.ID(), p.Pinned(), inc.ID)
 	}
 	if err := p.Kill(); err != nil {

@@ -118,19 +118,28 @@ func TestGroupHoldsThroughMembersAfterLeaderDies(t *testing.T) {
 }
 
 func TestGroupWrongLeaderRefusesAndSpares(t *testing.T) {
-	leader, member, g := startGroup(t)
-	g.Leader.Start++
-	mustHold(t, g, false)
-	err := g.Signal(syscall.SIGTERM)
-	t.Logf("Signal: %v", err)
-	mustIs(t, err, authority.ErrNoAuthority, procid.ErrReused)
-	mustNotIs(t, err, procid.ErrGone)
+	leader, member, right := startGroup(t)
+	wrongStart, wrongID := right, right
+	wrongStart.Leader.Start++
+	wrongStart.Leader.PidfdID = 0 // the start decides
+	wrongID.Leader.PidfdID++      // the pidfs id decides, over an equal start
+	for _, g := range []authority.Group{wrongStart, wrongID} {
+		if right.Leader.PidfdID == 0 && g.Leader.PidfdID != 0 { // no pidfs ids on this kernel
+			continue
+		}
+		mustHold(t, g, false)
+		err := g.Signal(syscall.SIGTERM)
+		t.Logf("Signal: %v", err)
+		mustIs(t, err, authority.ErrNoAuthority, procid.ErrReused)
+		mustNotIs(t, err, procid.ErrGone)
+	}
+	g := right
 
 	g.Leader = procid.ID{} // start not recorded, leader alive: undecidable
 	if ok, err := g.Holds(); ok || err == nil {
 		t.Errorf("Holds() with an unrecorded leader start = %v, %v; want false and an error", ok, err)
 	}
-	err = g.Signal(syscall.SIGTERM)
+	err := g.Signal(syscall.SIGTERM)
 	t.Logf("Signal: %v", err)
 	mustIs(t, err, authority.ErrNoAuthority)
 

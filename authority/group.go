@@ -9,7 +9,7 @@ import (
 
 // Group is a process group and the identity of its leader, the process whose PID is the group's
 // id. A zero Leader.Start means the leader's start was not recorded; a zero Leader.PID is taken
-// as PGID.
+// as PGID. A non-zero Leader.PidfdID (Linux 6.9+) decides the leader's identity over its start.
 //
 // A group's identity holds while its leader is the recorded incarnation, or, with the leader
 // gone (exited, zombie or reaped), while the group still has members: Linux does not recycle a

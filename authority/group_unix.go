@@ -32,7 +32,10 @@ func (g Group) verdict() (groupVerdict, error) {
 	if err := g.valid(); err != nil {
 		return groupUnknown, err
 	}
-	leader := procid.ID{PID: g.PGID, Start: g.Leader.Start}
+	leader := procid.ID{PID: g.PGID, Start: g.Leader.Start, PidfdID: g.Leader.PidfdID}
+	if leader.PidfdID != 0 && procid.PidfsError() == nil {
+		return g.verdictByID(leader)
+	}
 	inc, err := procid.Read(leader.PID)
 	switch {
 	case err == nil && leader.Start == 0:
@@ -44,18 +47,38 @@ func (g Group) verdict() (groupVerdict, error) {
 	case err == nil:
 		return groupHeld, nil
 	case errors.Is(err, procid.ErrGone):
-		// The leader is gone; the group id cannot have been recycled while members hold it.
-		empty, err := g.empty()
-		switch {
-		case err != nil:
-			return groupUnknown, fmt.Errorf("%w over group %d: %v", ErrNoAuthority, g.PGID, err)
-		case empty:
-			return groupGone, fmt.Errorf("authority: group %d: leader gone and no members left: %w", g.PGID, procid.ErrGone)
-		}
-		return groupHeld, nil
+		return g.leaderGone()
 	}
 	// %v, not %w: a permission error reading the leader is not the OS refusing a signal.
 	return groupUnknown, fmt.Errorf("%w over group %d: cannot read leader: %v", ErrNoAuthority, g.PGID, err)
+}
+
+// verdictByID decides by the leader's pidfs id, which tells apart a stranger that took the
+// leader's PID within the tick the leader started in.
+func (g Group) verdictByID(leader procid.ID) (groupVerdict, error) {
+	switch err := leader.Verify(); {
+	case err == nil:
+		return groupHeld, nil
+	case errors.Is(err, procid.ErrReused):
+		return groupForeign, fmt.Errorf("%w over group %d: leader: %w", ErrNoAuthority, g.PGID, err)
+	case errors.Is(err, procid.ErrGone):
+		return g.leaderGone()
+	default:
+		return groupUnknown, fmt.Errorf("%w over group %d: cannot read leader: %v", ErrNoAuthority, g.PGID, err)
+	}
+}
+
+// leaderGone decides a group whose leader is gone: the group id cannot have been recycled while
+// members hold it.
+func (g Group) leaderGone() (groupVerdict, error) {
+	empty, err := g.empty()
+	switch {
+	case err != nil:
+		return groupUnknown, fmt.Errorf("%w over group %d: %v", ErrNoAuthority, g.PGID, err)
+	case empty:
+		return groupGone, fmt.Errorf("authority: group %d: leader gone and no members left: %w", g.PGID, procid.ErrGone)
+	}
+	return groupHeld, nil
 }
 
 func (g Group) signal(sig os.Signal) error {

@@ -150,7 +150,7 @@ func (c *child) incarnation() procid.Incarnation {
 	c.t.Helper()
 	if c.inc == nil {
 		c.expect("ready")
-		inc, err := procid.Read(c.pid())
+		inc, err := procid.ReadExact(c.pid())
 		if err != nil {
 			c.t.Fatalf("read helper %s: %v", c.name, err)
 		}
@@ -230,4 +230,11 @@ func mustNotIs(t testing.TB, err error, targets ...error) {
 			t.Fatalf("error %v: want !errors.Is(err, %v)", err, target)
 		}
 	}
+}
+
+// sameID reports whether got names want's incarnation: the same PID and start, and the same
+// pidfs id when both have one (a handle-less authority has none).
+func sameID(got, want procid.ID) bool {
+	return got.PID == want.PID && got.Start == want.Start &&
+		(got.PidfdID == 0 || want.PidfdID == 0 || got.PidfdID == want.PidfdID)
 }

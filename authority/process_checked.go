@@ -22,7 +22,7 @@ import (
 )
 
 func acquireChecked(rec procid.Record) (*Process, error) {
-	id, err := prove(rec, nil)
+	id, err := prove(rec, nil, 0)
 	if err != nil {
 		return nil, err
 	}

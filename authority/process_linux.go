@@ -30,7 +30,7 @@ func acquire(rec procid.Record) (*Process, error) {
 		// EINVAL: the PID is a thread of another process; EMFILE and the like: no handle.
 		return nil, fmt.Errorf("%w over pid %d: no handle: %v", ErrNoAuthority, rec.PID, err)
 	}
-	id, err := prove(rec, func() bool { return fileExited(f) })
+	id, err := prove(rec, func() bool { return fileExited(f) }, fileID(f))
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -68,6 +68,7 @@ func fromOS(osp *os.Process) (*Process, error) {
 	if inc, err := procid.Read(osp.Pid); err == nil {
 		id = inc.ID
 	}
+	id.PidfdID = fileID(f)
 	return newProcess(id, sysProcess{pidfd: f}), nil
 }
 
@@ -160,4 +161,15 @@ func fileExited(f *os.File) bool {
 	var exited bool
 	rc.Control(func(fd uintptr) { exited, _ = pollExited(fd) })
 	return exited
+}
+
+// fileID returns the pidfs id of the pidfd's process, or 0 where the kernel has none.
+func fileID(f *os.File) uint64 {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var id uint64
+	rc.Control(func(fd uintptr) { id, _ = procid.PidfdID(fd) })
+	return id
 }

@@ -44,7 +44,7 @@ func acquire(rec procid.Record) (*Process, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w over pid %d: no handle: %v", ErrNoAuthority, rec.PID, err)
 	}
-	id, err := prove(rec, func() bool { exited, err := handleExited(h); return err == nil && exited })
+	id, err := prove(rec, func() bool { exited, err := handleExited(h); return err == nil && exited }, 0)
 	if err == nil {
 		err = checkCreation(h, id)
 	}

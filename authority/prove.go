@@ -18,12 +18,48 @@ import (
 // (a read after Check could meet a stranger that took the PID in between, and checked mode would
 // then re-prove the stranger before each signal). The limit is the proof's resolution: a
 // stranger that took the PID within the clock tick R started in has R's start ticks (see package
-// procid), and an epoch proof accepts any process started within 2 s of R's create time.
+// procid), and an epoch proof accepts any process started within 2 s of R's create time, unless
+// pidfs ids settle it (below).
 //
 // handleExited, when not nil, reports whether the process the handle names has exited. Either
 // that or an absent PID at the read proves R dead, whoever the handle names: if it is not R, then
 // R had already died when the handle was opened.
-func prove(rec procid.Record, handleExited func() bool) (procid.ID, error) {
+//
+// handleID is the pidfs id of the process the handle names (0 without one). When the record has
+// one too, they decide, with no /proc read: equal, the handle is R's; different, it is another
+// process's, however equal its start ticks (the tick limit above is gone).
+func prove(rec procid.Record, handleExited func() bool, handleID uint64) (procid.ID, error) {
+	if want := rec.PidfsID(); want != 0 && handleID != 0 {
+		return proveByID(rec, handleExited, handleID, want)
+	}
+	id, err := proveByStart(rec, handleExited)
+	if err == nil {
+		id.PidfdID = handleID
+	}
+	return id, err
+}
+
+// proveByID is prove by pidfs ids.
+func proveByID(rec procid.Record, handleExited func() bool, got, want uint64) (procid.ID, error) {
+	if handleExited != nil && handleExited() {
+		// Whoever the handle names, R is not alive: it exited, or another process holds its PID.
+		return procid.ID{}, fmt.Errorf("authority: acquire pid %d: %w", rec.PID, procid.ErrGone)
+	}
+	if got != want {
+		return procid.ID{}, fmt.Errorf("%w over pid %d: %w: now pidfs id %d, recorded %d (%s)",
+			ErrNoAuthority, rec.PID, procid.ErrReused, got, want, describe(rec))
+	}
+	id := procid.ID{PID: rec.PID, PidfdID: got}
+	if rec.StartTicks != nil {
+		id.Start = *rec.StartTicks
+	} else if inc, err := procid.Read(rec.PID); err == nil { // for display: the id is the proof
+		id.Start = inc.Start
+	}
+	return id, nil
+}
+
+// proveByStart is prove by start: exact ticks, or the epoch rule.
+func proveByStart(rec procid.Record, handleExited func() bool) (procid.ID, error) {
 	// Fast path, one read: an exact proof of a record that carries start ticks means the live
 	// start equals them (procid prefers start ticks over boot_start), so the ID is known without
 	// a read of our own.

@@ -69,6 +69,9 @@ func attach(cmd *exec.Cmd) (*Scope, error) {
 	default:
 		leader = inc.ID
 	}
+	// From the pidfd Go took at spawn: the leader's PID can be recycled once it is reaped, within
+	// the tick it started in, and only this id tells that stranger apart (Linux 6.9+).
+	leader.PidfdID, _ = procid.HandleID(cmd.Process)
 	return newGroupScope(leader), nil
 }
 

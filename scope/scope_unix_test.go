@@ -53,8 +53,12 @@ func TestGroupContainsTree(t *testing.T) {
 	ids := ready(t, p)
 	child, grand := ids[0], ids[1]
 
-	if s.Kind() != scope.KindGroup || s.PGID() != p.Process.Pid || s.Leader() != child {
+	if l := s.Leader(); s.Kind() != scope.KindGroup || s.PGID() != p.Process.Pid || l.PID != child.PID || l.Start != child.Start {
 		t.Fatalf("scope %v: kind %q pgid %d leader %v; want pgrp, %d, %v", s, s.Kind(), s.PGID(), s.Leader(), p.Process.Pid, child)
+	}
+	// The leader's pidfs id comes from the pidfd Go took at spawn, where the kernel has them.
+	if id, err := procid.HandleID(p.Process); s.Leader().PidfdID != id || err == nil && id == 0 {
+		t.Errorf("leader's pidfs id %d; the spawn handle's %d (%v)", s.Leader().PidfdID, id, err)
 	}
 	if g := pgid(t, child.PID); g != child.PID || g == unix.Getpgrp() {
 		t.Fatalf("child %d in group %d (the test's is %d); want its own", child.PID, g, unix.Getpgrp())

@@ -56,8 +56,11 @@ func target(row ledger.Row, opts Options) (t Target, res Result, ok bool) {
 		leader := procid.ID{PID: row.PID}
 		if p != nil {
 			leader = p.ID()
-		} else if row.StartTicks != nil {
-			leader.Start = *row.StartTicks
+		} else {
+			if row.StartTicks != nil {
+				leader.Start = *row.StartTicks
+			}
+			leader.PidfdID = row.Record().PidfsID()
 		}
 		t.Scope = authority.Group{PGID: row.PID, Leader: leader}
 	}

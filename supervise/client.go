@@ -34,6 +34,12 @@ type Group struct {
 	// Start is the leader's start in the OS-native unit of package procid (procid.ID.Start:
 	// Linux start ticks, macOS microseconds since the epoch), or [UnknownStart].
 	Start uint64
+	// PidfdID is the leader's pidfs id (procid.ID.PidfdID, Linux 6.9+), or 0 when not known.
+	// With it the supervisor tells the leader from a process that took its PID within the tick
+	// the leader started in. It travels as an optional fifth field of the register line, which a
+	// supervisor that knows only the four-field line (or a Hermes one, which knows only two)
+	// ignores whole: custody owners send it only to custody supervisors.
+	PidfdID uint64
 }
 
 var (
@@ -79,8 +85,9 @@ type Client struct {
 	// Command, when set, is the supervisor program and its leading arguments, for example
 	// {"custody", "supervise"}: Command[0] is looked up in PATH from the owner's working
 	// directory, and "--owner-pgid P --grace D" are appended. The program must serve the
-	// protocol on its standard input and honour $EnvReadyFD, as [Run] does. Nil re-executes the
-	// running binary, which must call [Init] first thing in main.
+	// protocol on its standard input and honour $EnvReadyFD, as [Run] does, including the
+	// register line's fifth field (see [Group.PidfdID]). Nil re-executes the running binary,
+	// which must call [Init] first thing in main.
 	Command []string
 	// Stderr is the supervisor's standard error, where it logs refusals and signal failures.
 	// Nil inherits the owner's os.Stderr. The supervisor outlives a dead owner by up to Grace,

@@ -11,4 +11,6 @@ func provenLeader(int) int { return -1 }
 
 func closeLeader(int) {}
 
+func leaderID(int) (uint64, bool) { return 0, false }
+
 func signalByLeader(int, unix.Signal) (ok bool, err error) { return false, nil }

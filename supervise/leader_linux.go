@@ -3,6 +3,7 @@ package supervise
 import (
 	"sync/atomic"
 
+	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,4 +57,14 @@ func signalByLeader(fd int, sig unix.Signal) (ok bool, err error) {
 		return false, nil
 	}
 	return true, err
+}
+
+// leaderID returns the pidfs id of the process fd names (Linux 6.9+); ok is false when there is
+// no fd or no id to be had, and the start alone then decides.
+func leaderID(fd int) (id uint64, ok bool) {
+	if fd < 0 {
+		return 0, false
+	}
+	id, err := procid.PidfdID(uintptr(fd))
+	return id, err == nil
 }

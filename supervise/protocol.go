@@ -93,23 +93,29 @@ type command struct {
 	pgid  int    // the group
 	start uint64 // the leader's start, when known
 	known bool   // start was given (not "unknown", not the legacy form)
+	id    uint64 // the leader's pidfs id, 0 when not given
 }
 
 // parseLine parses a protocol line; ok is false for anything that is not a well-formed command.
 // Range checks on the group id (≤ 1, own group) are the server's, so that a refusal can be logged
 // as one.
 func parseLine(line []byte) (cmd command, ok bool) {
-	var f [5][]byte
+	var f [6][]byte
 	n := fields(line, f[:])
 	switch {
 	case n == 2 && string(f[0]) == "register":
 		pgid, ok := parseID(f[1])
 		return command{verb: verbRegister, pid: pgid, pgid: pgid}, ok
-	case n == 4 && string(f[0]) == "register":
+	case (n == 4 || n == 5) && string(f[0]) == "register":
 		pid, ok1 := parseID(f[1])
 		pgid, ok2 := parseID(f[2])
 		start, known, ok3 := parseStart(f[3])
-		return command{verb: verbRegister, pid: pid, pgid: pgid, start: start, known: known}, ok1 && ok2 && ok3
+		id, ok4 := uint64(0), true
+		if n == 5 { // the leader's pidfs id: a positive integer, or the line is not a command
+			id, ok4 = parseDecimal(f[4], math.MaxUint64)
+			ok4 = ok4 && id > 0
+		}
+		return command{verb: verbRegister, pid: pid, pgid: pgid, start: start, known: known, id: id}, ok1 && ok2 && ok3 && ok4
 	case n == 2 && string(f[0]) == "unregister":
 		pgid, ok := parseID(f[1])
 		return command{verb: verbUnregister, pid: pgid, pgid: pgid}, ok
@@ -179,7 +185,8 @@ func parseDecimal(b []byte, limit uint64) (uint64, bool) {
 	return v, true
 }
 
-// registerLine formats the three-field register line for g, "unknown" standing for a zero start.
+// registerLine formats the register line for g: the leader's pid, the group, its start ("unknown"
+// standing for a zero start) and, when known, its pidfs id.
 func registerLine(dst []byte, g Group) []byte {
 	pid := g.PID
 	if pid == 0 {
@@ -194,6 +201,10 @@ func registerLine(dst []byte, g Group) []byte {
 		dst = append(dst, "unknown"...)
 	} else {
 		dst = strconv.AppendUint(dst, g.Start, 10)
+	}
+	if g.PidfdID != 0 {
+		dst = append(dst, ' ')
+		dst = strconv.AppendUint(dst, g.PidfdID, 10)
 	}
 	return append(dst, '\n')
 }

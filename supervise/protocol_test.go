@@ -15,15 +15,15 @@ func TestParseLine(t *testing.T) {
 		ok   bool
 	}{
 		{"register 42", command{verb: verbRegister, pid: 42, pgid: 42}, true},
-		{"register 42 42 123456", command{verbRegister, 42, 42, 123456, true}, true},
+		{"register 42 42 123456", command{verb: verbRegister, pid: 42, pgid: 42, start: 123456, known: true}, true},
 		{"register 42 42 unknown", command{verb: verbRegister, pid: 42, pgid: 42}, true},
-		{"register 41 42 7", command{verbRegister, 41, 42, 7, true}, true}, // refused by the server
+		{"register 41 42 7", command{verb: verbRegister, pid: 41, pgid: 42, start: 7, known: true}, true}, // refused by the server
 		{"unregister 42", command{verb: verbUnregister, pid: 42, pgid: 42}, true},
 		{"  register\t42  ", command{verb: verbRegister, pid: 42, pgid: 42}, true},
 		{"register -1", command{verb: verbRegister, pid: -1, pgid: -1}, true}, // refused by value
 		{"register 0", command{verb: verbRegister}, true},
 		{"register 2147483647", command{verb: verbRegister, pid: 1<<31 - 1, pgid: 1<<31 - 1}, true},
-		{"register 42 42 18446744073709551615", command{verbRegister, 42, 42, 1<<64 - 1, true}, true},
+		{"register 42 42 18446744073709551615", command{verb: verbRegister, pid: 42, pgid: 42, start: 1<<64 - 1, known: true}, true},
 		{"", command{}, false},
 		{"register", command{}, false},
 		{"register 2147483648", command{}, false},
@@ -31,7 +31,14 @@ func TestParseLine(t *testing.T) {
 		{"register -4294967297", command{}, false},
 		{"register 42 42 18446744073709551616", command{}, false},
 		{"register 42 42", command{}, false},
-		{"register 42 42 1 2", command{}, false},
+		{"register 42 42 123456 789", command{verb: verbRegister, pid: 42, pgid: 42, start: 123456, known: true, id: 789}, true},
+		{"register 42 42 unknown 789", command{verb: verbRegister, pid: 42, pgid: 42, id: 789}, true},
+		{"register 42 42 1 18446744073709551615", command{verb: verbRegister, pid: 42, pgid: 42, start: 1, known: true, id: 1<<64 - 1}, true},
+		{"register 42 42 1 0", command{}, false}, // a pidfs id is positive
+		{"register 42 42 1 -2", command{}, false},
+		{"register 42 42 1 2.5", command{}, false},
+		{"register 42 42 1 18446744073709551616", command{}, false},
+		{"register 42 42 1 2 3", command{}, false},
 		{"register 42 extra", command{}, false},
 		{"register +42", command{}, false},
 		{"register 0x2a", command{}, false},
@@ -119,10 +126,12 @@ func TestProtocolLinesRoundTrip(t *testing.T) {
 		{PGID: 42},
 		{PID: 42, PGID: 42, Start: 987654},
 		{PGID: 1<<31 - 1, Start: 1<<64 - 1},
+		{PID: 42, PGID: 42, Start: 987654, PidfdID: 1 << 40},
+		{PGID: 42, PidfdID: 7},
 	} {
 		line := registerLine(nil, g)
 		got, ok := parseLine(line[:len(line)-1])
-		want := command{verb: verbRegister, pid: g.PGID, pgid: g.PGID, start: g.Start, known: g.Start != UnknownStart}
+		want := command{verb: verbRegister, pid: g.PGID, pgid: g.PGID, start: g.Start, known: g.Start != UnknownStart, id: g.PidfdID}
 		if !ok || got != want {
 			t.Errorf("registerLine(%+v) = %q parses as %+v, %v", g, line, got, ok)
 		}

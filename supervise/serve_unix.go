@@ -17,7 +17,8 @@ import (
 // was known at registration.
 type leader struct {
 	start uint64
-	bound bool // start names the leader; false: no leader was alive (or readable) at registration
+	id    uint64 // the leader's pidfs id, when the owner sent one: it decides over start
+	bound bool   // start names the leader; false: no leader was alive (or readable) at registration
 	// pidfd is a pidfd on the leader proven at registration (see provenLeader) when held is
 	// set. The zero leader holds none.
 	pidfd int
@@ -108,23 +109,31 @@ func (s *server) register(cmd command) {
 	}
 	fd := openLeader(cmd.pgid) // before the read: see provenLeader
 	inc, err := procid.Read(cmd.pgid)
-	if err != nil || cmd.known && inc.Start != cmd.start {
+	foreign := err == nil && cmd.known && inc.Start != cmd.start
+	if cmd.id != 0 && err == nil && !foreign {
+		// Equal starts do not settle it: a process that took the PID within the tick the
+		// leader started in has them too. The pidfs id does.
+		if now, ok := leaderID(fd); ok && now != cmd.id {
+			foreign, inc.Start = true, 0
+		}
+	}
+	if err != nil || foreign {
 		closeLeader(fd)
 	}
 	switch {
-	case err == nil && cmd.known && inc.Start != cmd.start:
+	case foreign:
 		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", "leader pid names another process",
-			"start", cmd.start, "now", inc.Start)
+			"start", cmd.start, "now", inc.Start, "pidfs_id", cmd.id)
 	case err == nil:
-		l := leader{start: inc.Start, bound: true, pidfd: provenLeader(fd)}
+		l := leader{start: inc.Start, id: cmd.id, bound: true, pidfd: provenLeader(fd)}
 		l.held = l.pidfd >= 0
 		s.cover(cmd.pgid, l)
 	case errors.Is(err, procid.ErrGone) && !groupExists(cmd.pgid):
 		s.log.Debug("supervise: group already gone", "pgid", cmd.pgid)
 	case errors.Is(err, procid.ErrGone) && cmd.known:
-		s.cover(cmd.pgid, leader{start: cmd.start, bound: true})
+		s.cover(cmd.pgid, leader{start: cmd.start, id: cmd.id, bound: true})
 	default:
-		s.cover(cmd.pgid, leader{})
+		s.cover(cmd.pgid, leader{id: cmd.id})
 	}
 }
 
@@ -147,6 +156,18 @@ func (s *server) drop(pgid int) {
 // holds reports whether a covered group's identity still holds; if not, why says why, or is
 // empty when the group is simply gone.
 func (s *server) holds(pgid int, l leader) (bool, string) {
+	if l.id != 0 && procid.PidfsError() == nil {
+		switch err := (procid.ID{PID: pgid, Start: l.start, PidfdID: l.id}).Verify(); {
+		case err == nil:
+			return true, ""
+		case errors.Is(err, procid.ErrReused):
+			return false, "leader pid names another process"
+		case errors.Is(err, procid.ErrGone):
+			return groupExists(pgid), ""
+		default:
+			return false, "leader unreadable: " + err.Error()
+		}
+	}
 	inc, err := procid.Read(pgid)
 	switch {
 	case err == nil && l.bound && inc.Start == l.start:

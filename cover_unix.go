@@ -14,7 +14,8 @@ func (o *Owner) warm() error { return o.Supervisor.Start() }
 
 // cover registers the child's process group with the supervisor, bound to its leader.
 func (o *Owner) cover(s *scope.Scope) error {
-	return o.Supervisor.Register(supervise.Group{PID: s.Leader().PID, PGID: s.PGID(), Start: s.Leader().Start})
+	l := s.Leader()
+	return o.Supervisor.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID})
 }
 
 func (o *Owner) uncover(s *scope.Scope) error { return o.Supervisor.Unregister(s.PGID()) }

@@ -140,6 +140,13 @@ func TestStart(t *testing.T) {
 		r.Owner == nil || *r.Owner != self.PID || r.SpawnerPID == nil || *r.SpawnerPID != self.PID {
 		t.Errorf("row %+v", r)
 	}
+	// The child's pidfs id from the pidfd Go took at spawn, the owner's from one on itself.
+	if id, err := procid.HandleID(c.Cmd.Process); err == nil && (r.PidfdID == nil || *r.PidfdID != id ||
+		r.SpawnerPidfdID == nil || *r.SpawnerPidfdID != self.PidfdID || self.PidfdID == 0) {
+		t.Errorf("row's pidfs ids %v, %v; want the spawn handle's %d and the owner's %d", r.PidfdID, r.SpawnerPidfdID, id, self.PidfdID)
+	} else if err != nil && procid.PidfsError() == nil {
+		t.Errorf("HandleID: %v", err)
+	}
 	if o.Supervisor.PID() == 0 {
 		t.Errorf("no supervisor runs")
 	}

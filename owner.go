@@ -224,9 +224,12 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	if err != nil && !errors.Is(err, procid.ErrGone) {
 		return err
 	}
-	if err != nil { // it already exited: record what the scope read at spawn
-		inc = procid.Incarnation{ID: c.ID}
+	// The reaper runs already: an exited child's PID may name a stranger by now, which a start
+	// other than the one read at spawn gives away.
+	if err != nil || c.ID.Start != 0 && inc.Start != c.ID.Start {
+		inc = procid.Incarnation{ID: c.ID} // record what the scope read at spawn
 	}
+	inc.PidfdID = c.ID.PidfdID // from the pidfd Go took at spawn (see scope.Attach)
 	o := c.owner
 	row := ledger.NewChildRow(inc, o.self, c.Cmd.Args)
 	row.Purpose, row.Install, row.Scope = purpose, o.Install, string(c.scope.Kind())

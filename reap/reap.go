@@ -61,14 +61,14 @@ type Decision struct {
 
 // Decide judges every row. It reads each PID at most once, spreading the reads over the CPUs.
 func Decide(rows []ledger.Row) []Decision {
-	pids := make([]int, 0, 2*len(rows))
+	recs := make([]procid.Record, 0, 2*len(rows))
 	for _, r := range rows {
-		pids = append(pids, r.PID)
+		recs = append(recs, r.Record())
 		if r.SpawnerPID != nil {
-			pids = append(pids, *r.SpawnerPID)
+			recs = append(recs, r.SpawnerRecord())
 		}
 	}
-	j := judge{reads: procid.ReadMany(pids), guard: authority.NewGuard(), now: time.Now()}
+	j := judge{reads: procid.ReadRecords(recs), guard: authority.NewGuard(), now: time.Now()}
 	out := make([]Decision, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]

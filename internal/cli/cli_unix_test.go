@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/procid"
 )
 
 func cat(t *testing.T) int {
@@ -143,6 +146,17 @@ func TestDoctor(t *testing.T) {
 	}
 	if rep.Ledger.Path != led || len(rep.Features) == 0 {
 		t.Errorf("doctor --json = %+v", rep)
+	}
+	if runtime.GOOS == "linux" { // the pidfs line says what the probe found
+		i := slices.IndexFunc(rep.Features, func(f struct {
+			Name string
+			OK   bool
+		}) bool {
+			return f.Name == "pidfs ids"
+		})
+		if want := procid.PidfsError() == nil; i < 0 || rep.Features[i].OK != want {
+			t.Errorf("doctor --json features %+v; want pidfs ids ok=%v", rep.Features, want)
+		}
 	}
 	os.MkdirAll(filepath.Dir(led), 0o700)
 	os.WriteFile(led, []byte("nope"), 0o600)

@@ -21,8 +21,8 @@ type doctorOptions struct {
 	json bool
 }
 
-const doctorHelp = `Report what this machine offers custody (pidfd, a writable cgroup v2, child subreapers,
-a boot id) and the ledger's health and trust. A missing feature is information: custody falls
+const doctorHelp = `Report what this machine offers custody (pidfd, pidfs ids, a writable cgroup v2, child
+subreapers, a boot id) and the ledger's health and trust. A missing feature is information: custody falls
 back (see each line). Doctor changes nothing, not even a corrupt ledger.
 
 The ledger is trusted when it and its lock are regular files (no symbolic links, no FIFOs) owned

@@ -11,11 +11,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/procid"
 )
 
 // features probes each kernel facility custody can use, for real.
 func features() []check {
-	return []check{pidfdCheck(), cgroupCheck(), subreaperCheck(), bootCheck()}
+	return []check{pidfdCheck(), pidfsCheck(), cgroupCheck(), subreaperCheck(), bootCheck()}
+}
+
+func pidfsCheck() check {
+	if err := procid.PidfsError(); err != nil {
+		return check{Name: "pidfs ids", Detail: err.Error() + "; rows are matched by start ticks, " +
+			"which cannot tell a PID recycled within one clock tick"}
+	}
+	return check{Name: "pidfs ids", OK: true, Detail: "fstat of a pidfd names one process per boot; rows record it"}
 }
 
 func pidfdCheck() check {

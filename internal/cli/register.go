@@ -83,7 +83,9 @@ func runRegister(ctx context.Context, o *registerOptions) error {
 	if o.purpose == "" || o.port < 0 || o.port > 65535 {
 		return usagef("register: --purpose must be non-empty and --port within 0..65535")
 	}
-	inc, err := procid.Read(pid)
+	// A pidfd first, then the read that proves it names the process read; the row then carries
+	// the process's pidfs id where the kernel has them.
+	inc, err := procid.ReadExact(pid)
 	if errors.Is(err, procid.ErrGone) {
 		return fmt.Errorf("register %d: no such process", pid)
 	}
@@ -94,7 +96,7 @@ func runRegister(ctx context.Context, o *registerOptions) error {
 		return fmt.Errorf("register %d: %w", pid, err)
 	}
 	// The spawner is the caller; if it cannot be read the row records none rather than a guess.
-	spawner, _ := procid.Read(os.Getppid())
+	spawner, _ := procid.ReadExact(os.Getppid())
 	row := ledger.NewRow(inc, spawner)
 	row.Purpose, row.Install, row.Host = o.purpose, o.install(), o.host
 	row.Reapable = &[]bool{!o.keep}[0]

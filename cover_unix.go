@@ -7,15 +7,39 @@ import (
 	"github.com/custody-dev/custody/supervise"
 )
 
-// warm starts the supervisor before the child, so that covering the child right after its start
-// is one write to a pipe: the window in which the owner's death would orphan it stays as short
-// as a system call.
+// warm starts the supervisor before the child, so that covering a process-group child right after
+// its start is one write to a pipe: the window in which the owner's death would orphan it stays as
+// short as a system call. A cgroup child has no window: its cgroup is covered before it exists.
 func (o *Owner) warm() error { return o.Supervisor.Start() }
 
-// cover registers the child's process group with the supervisor, bound to its leader.
+// coverPrepared covers the cgroup scope.Prepare made for cmd's child, before the child exists.
+// It reports the path covered, "" when the child gets no cgroup.
+func (o *Owner) coverPrepared(path string) error {
+	if path == "" {
+		return nil
+	}
+	return o.Supervisor.RegisterCgroup(path)
+}
+
+// cover registers a process-group child's group with the supervisor, bound to its leader. A
+// cgroup child was covered by coverPrepared.
 func (o *Owner) cover(s *scope.Scope) error {
+	if s.Kind() == scope.KindCgroup {
+		return nil
+	}
 	l := s.Leader()
 	return o.Supervisor.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID})
 }
 
-func (o *Owner) uncover(s *scope.Scope) error { return o.Supervisor.Unregister(s.PGID()) }
+func (o *Owner) uncover(s *scope.Scope) error {
+	if d := s.Desc(); d.Kind == scope.KindCgroup {
+		return o.Supervisor.UnregisterCgroup(d.Cgroup)
+	}
+	return o.Supervisor.Unregister(s.PGID())
+}
+
+func (o *Owner) uncoverPrepared(path string) {
+	if path != "" {
+		o.Supervisor.UnregisterCgroup(path)
+	}
+}

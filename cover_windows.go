@@ -7,6 +7,10 @@ import "github.com/custody-dev/custody/scope"
 
 func (o *Owner) warm() error { return nil }
 
+func (o *Owner) coverPrepared(string) error { return nil }
+
+func (o *Owner) uncoverPrepared(string) {}
+
 func (o *Owner) cover(*scope.Scope) error { return nil }
 
 func (o *Owner) uncover(*scope.Scope) error { return nil }

@@ -22,6 +22,7 @@ import (
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/stop"
 	"github.com/custody-dev/custody/supervise"
 	"github.com/custody-dev/custody/tag"
@@ -136,7 +137,11 @@ func TestStart(t *testing.T) {
 		t.Fatalf("rows %v, %v", rows, err)
 	}
 	r := rows[0]
-	if r.PID != c.ID.PID || r.PGID == nil || *r.PGID != c.ID.PID || r.Scope != "pgrp" || r.Reapable == nil || !*r.Reapable ||
+	kind, _, _ := scope.Containment()
+	if r.Scope != string(kind) || r.Containment != kind.Containment() || (kind == scope.KindCgroup) != (r.Cgroup != "" && r.CgroupID != nil) {
+		t.Errorf("row's scope %q containment %q cgroup %q; want %s", r.Scope, r.Containment, r.Cgroup, kind)
+	}
+	if r.PID != c.ID.PID || r.PGID == nil || *r.PGID != c.ID.PID || r.Reapable == nil || !*r.Reapable ||
 		r.Owner == nil || *r.Owner != self.PID || r.SpawnerPID == nil || *r.SpawnerPID != self.PID {
 		t.Errorf("row %+v", r)
 	}

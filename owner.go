@@ -104,7 +104,12 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 	if err := prepare(cmd); err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
-	if err := o.warm(); err != nil {
+	// A cgroup is covered before the child exists: from its first instruction, the owner's death
+	// reaches it and everything it starts.
+	cg := scope.PreparedCgroup(cmd)
+	if err := errors.Join(o.warm(), o.coverPrepared(cg)); err != nil {
+		o.uncoverPrepared(cg)
+		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
 	// The ledger lock is taken before the child starts, so that a stalled holder fails the start
@@ -113,15 +118,19 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 	// start costs one short write and the rename.
 	tx, err := o.Ledger.LockAppend(ctx)
 	if err != nil {
+		o.uncoverPrepared(cg)
+		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
 	}
 	w := &pendingRow{tx: tx, done: make(chan struct{})}
 	go w.prepare()
 	if err := cmd.Start(); err != nil {
 		w.abort()
+		o.uncoverPrepared(cg)
+		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
-	c, err := o.adopt(ctx, cmd, w, purpose, opts)
+	c, err := o.adopt(ctx, cmd, w, cg != "", purpose, opts)
 	if err != nil {
 		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
 	}
@@ -129,8 +138,9 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 }
 
 // adopt takes custody of cmd's started child: its scope, its coverage, its handle and its row.
-// On error it has killed the child's scope, reaped it and ended the ledger write.
-func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, purpose string, opts StartOptions) (_ *Child, err error) {
+// On error it has killed the child's scope, reaped it and ended the ledger write. inCgroup says
+// that the child was born in a cgroup already covered.
+func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, inCgroup bool, purpose string, opts StartOptions) (_ *Child, err error) {
 	// Not a named result: "return nil, err" would zero it before the deferred abort reads it.
 	c := &Child{Cmd: cmd, owner: o, done: make(chan struct{})}
 	defer func() {
@@ -139,10 +149,15 @@ func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, purpose
 			w.abort()
 		}
 	}()
+	cg := scope.PreparedCgroup(cmd)
 	c.scope, err = scope.Attach(cmd)
 	if err = faultAt("attach", err); err != nil {
+		if c.scope == nil {
+			o.uncoverPrepared(cg) // Attach killed the child and removed its cgroup
+		}
 		return nil, err
 	}
+	c.covered = inCgroup
 	c.ID = c.scope.Leader()
 	c.proc, err = authority.FromOS(cmd.Process)
 	if err = faultAt("handle", err); err != nil {
@@ -232,7 +247,12 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	inc.PidfdID = c.ID.PidfdID // from the pidfd Go took at spawn (see scope.Attach)
 	o := c.owner
 	row := ledger.NewChildRow(inc, o.self, c.Cmd.Args)
-	row.Purpose, row.Install, row.Scope = purpose, o.Install, string(c.scope.Kind())
+	d := c.scope.Desc()
+	row.Purpose, row.Install, row.Scope = purpose, o.Install, string(d.Kind)
+	row.Containment = d.Kind.Containment()
+	if d.Cgroup != "" {
+		row.Cgroup, row.CgroupID = d.Cgroup, ptr(d.CgroupID)
+	}
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation
 	row.Owner = ptr(o.self.PID)

@@ -7,6 +7,7 @@ import (
 	"github.com/custody-dev/custody/internal/jsonscan"
 
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 )
 
 // Row is one registered process. The first group of fields keep the meaning they have in the
@@ -40,6 +41,9 @@ type Row struct {
 	Reapable          *bool   `json:"reapable,omitempty"`            // reap may stop it once its spawner is dead
 	Generation        *int    `json:"generation,omitempty"`          // generation of a restartable slot
 	Owner             *int    `json:"owner,omitempty"`               // PID of the owner holding its supervisor
+	Containment       string  `json:"containment,omitempty"`         // "cgroup", "process-group" or "job"
+	Cgroup            string  `json:"cgroup,omitempty"`              // a cgroup scope's hierarchy path
+	CgroupID          *uint64 `json:"cgroup_id,omitempty"`           // its inode number (the kernel's cgroup id)
 
 	raw []byte // the row as read, written back verbatim while unchanged
 	// identityOnly: decoded from raw with the identity fields only, as the write path reads, and
@@ -51,6 +55,23 @@ type Row struct {
 func (r Row) Record() procid.Record {
 	return procid.Record{PID: r.PID, StartTicks: r.StartTicks, BootID: r.BootID, BootStart: r.BootStart,
 		CreateTime: r.CreateTime, PidfdID: r.PidfdID}
+}
+
+// ScopeDesc returns what the row records of its process's scope, for [scope.Open]. Rows written
+// by other programs describe none (Kind "").
+func (r Row) ScopeDesc() scope.Desc {
+	d := scope.Desc{Kind: scope.Kind(r.Scope), Leader: procid.ID{PID: r.PID}, Cgroup: r.Cgroup}
+	if r.StartTicks != nil {
+		d.Leader.Start = *r.StartTicks
+	}
+	d.Leader.PidfdID = r.Record().PidfsID()
+	if r.PGID != nil {
+		d.PGID = *r.PGID
+	}
+	if r.CgroupID != nil {
+		d.CgroupID = *r.CgroupID
+	}
+	return d
 }
 
 // SpawnerRecord returns what the row remembers of its spawner's incarnation. Its PID is 0 when no
@@ -202,6 +223,12 @@ func (r *Row) decodeCustodyField(key string, v []byte) {
 		r.Generation = intPtr(v)
 	case "owner":
 		r.Owner = intPtr(v)
+	case "containment":
+		r.Containment, _ = jsonscan.String(v)
+	case "cgroup":
+		r.Cgroup, _ = jsonscan.String(v)
+	case "cgroup_id":
+		r.CgroupID = uintPtr(v)
 	}
 }
 

@@ -112,7 +112,7 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 		d := &ds[i]
 		switch d.Action {
 		case Reap:
-			res := stop.Row(ctx, *d.row, opts.Stop)
+			res := stop.Recorded(ctx, d.row.Record(), d.row.ScopeDesc(), opts.Stop)
 			d.Result = &res
 			if res.OK() {
 				drop = append(drop, *d.row)

@@ -2,32 +2,47 @@
 // spawn time, so the child never runs one instruction outside it:
 //
 //	OS            scope                              taken by                       kind
-//	Linux, macOS  a new process group, led by the    Setpgid in the fork, before    "pgrp"
-//	              child (pgid == child's pid)        exec (no window)
+//	Linux, with   a cgroup v2 of its own, made by    clone3 CLONE_INTO_CGROUP: the   "cgroup"
+//	a writable    custody (see Containment)          child is born inside it
+//	cgroup2
+//	Linux else,   a new process group, led by the    Setpgid in the fork, before    "pgrp"
+//	macOS         child (pgid == child's pid)        exec (no window)
 //	Windows       a job object custody creates,      CREATE_SUSPENDED, then         "job"
 //	              JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE AssignProcessToJobObject,
 //	                                                 then resume
 //
 // Every descendant the child starts is born into its scope. Call [Prepare] before cmd.Start and
-// [Attach] right after it:
+// [Attach] right after it (or [Abandon] when the start failed):
 //
 //	if err := scope.Prepare(cmd); err != nil { … }
-//	if err := cmd.Start(); err != nil { … }
+//	// cover scope.PreparedCgroup(cmd), if any, with the supervisor: the child does not exist yet
+//	if err := cmd.Start(); err != nil { scope.Abandon(cmd); … }
 //	s, err := scope.Attach(cmd) // on error the child was killed; still cmd.Wait for it
 //
+// A scope is described in plain values by [Desc] (what a ledger row records) and rebuilt from one
+// by [Open], with its identity proven, by any process of the same user: custody stop, reap, or
+// another owner taking it over.
+//
 // What each scope guarantees, and where it stops:
+//   - Linux cgroup: nothing leaves it. setsid(2), setpgid(2) and double forks stay inside; only a
+//     write to another cgroup's cgroup.procs moves a process, which needs write access to both.
+//     Teardown is cgroup.kill, which the kernel applies to processes forked during the kill too;
+//     "empty" is cgroup.events' populated 0. The cgroup is covered by the owner's supervisor
+//     before the child exists. An owner that itself runs in a custody cgroup makes its scopes
+//     below its own (nested): the outer teardown reaches them, the inner one only its subtree.
 //   - Windows: the job dies with its last handle. Custody's handle is not inheritable and the job
 //     has no name, so the owner holds the only one (short of another process duplicating it out
 //     of the owner, which needs PROCESS_DUP_HANDLE on the owner): when the owner exits — cleanly,
 //     by crash or by TerminateProcess — the kernel closes it and kills every process in the job.
-//     That is DESIGN invariant 3 on Windows, with no supervisor. A descendant leaves the job only with
-//     CREATE_BREAKAWAY_FROM_JOB under a job that allows breakaway, which custody's never does.
-//   - Unix: a process group does not die with its owner by itself; the owner-death supervisor
-//     (custody supervise) covers it. And it does not contain a descendant that calls setsid(2),
-//     or setpgid(2) into another group: that process leaves the scope, and a stop does not reach
-//     it. A custody cgroup (cgroup.kill) would contain it; it is not part of this package yet.
+//     A descendant leaves the job only with CREATE_BREAKAWAY_FROM_JOB under a job that allows
+//     breakaway, which custody's never does. An owner inside a job nests its jobs in it.
+//   - Process group (macOS; Linux without a writable cgroup2 subtree, see [Containment]): it does
+//     not die with its owner by itself; the owner-death supervisor covers it. And it does not
+//     contain a descendant that calls setsid(2), or setpgid(2) into another group: that process
+//     leaves the scope, and a stop does not reach it.
 //
-// A [Scope] signals only its own group or job, never the caller's (DESIGN invariant 2).
+// A [Scope] signals only its own cgroup, group or job, never the caller's (invariant: proof
+// scope equals mutation scope).
 package scope
 
 import (
@@ -45,9 +60,19 @@ import (
 type Kind string
 
 const (
-	KindGroup Kind = "pgrp" // a Unix process group led by the child
-	KindJob   Kind = "job"  // a Windows job object custody created
+	KindGroup  Kind = "pgrp"   // a Unix process group led by the child
+	KindCgroup Kind = "cgroup" // a Linux cgroup v2 custody made for the child
+	KindJob    Kind = "job"    // a Windows job object custody created
 )
+
+// Containment is the word a ledger row's "containment" field and custody doctor use for a kind:
+// "cgroup", "process-group" or "job".
+func (k Kind) Containment() string {
+	if k == KindGroup {
+		return "process-group"
+	}
+	return string(k)
+}
 
 var (
 	// ErrNotPrepared is returned by [Attach] for a command started without [Prepare]: its child
@@ -122,8 +147,9 @@ func Attach(cmd *exec.Cmd) (*Scope, error) {
 // can hold one open (and keep its processes alive past the owner's death).
 func FromGroup(pgid int, leader procid.ID) (*Scope, error) { return fromGroup(pgid, leader) }
 
-// Kind reports the mechanism: [KindGroup] on Unix, [KindJob] on Windows.
-func (s *Scope) Kind() Kind { return kind }
+// Kind reports the mechanism: [KindCgroup] or [KindGroup] on Linux, [KindGroup] on macOS,
+// [KindJob] on Windows.
+func (s *Scope) Kind() Kind { return s.kind() }
 
 // PGID returns the process group's id on Unix, and 0 on Windows.
 func (s *Scope) PGID() int { return s.pgid() }
@@ -159,19 +185,90 @@ func (s *Scope) Empty() (bool, error) { return s.empty() }
 // is done, and returns nil only when it saw the scope empty. When ctx ends first the error wraps
 // context.Cause(ctx). On Unix the leader's zombie keeps the group non-empty, so something must
 // reap the child (cmd.Wait) for Wait to return.
-func (s *Scope) Wait(ctx context.Context) error {
+//
+// A cgroup scope needs no polling: Wait sleeps on cgroup.events, which the kernel wakes when the
+// cgroup empties, and a zombie is not a member (a process leaves its cgroup as it exits).
+func (s *Scope) Wait(ctx context.Context) error { return s.wait(ctx) }
+
+// pollEmpty is Wait for scopes that offer no event for "empty".
+func (s *Scope) pollEmpty(ctx context.Context) error {
 	if empty, err := backoff.Until(ctx, s.Empty); err != nil || empty {
 		return err
 	}
 	return fmt.Errorf("scope: wait %v: %w", s, context.Cause(ctx))
 }
 
-// Close releases the scope. On Windows it closes custody's handle to the job, the only one, and
+// Close releases the scope. For a cgroup it kills what is left (cgroup.kill), waits up to a
+// second for the cgroup to empty, and removes it (with any empty nested owner's cgroups below
+// it); it fails when the cgroup could not be removed. On Windows it closes custody's handle to the job, the only one, and
 // so kills every process still in it (KILL_ON_JOB_CLOSE); afterwards Signal, Empty and Wait
 // return errors wrapping os.ErrClosed. A Scope dropped without Close keeps its job until the
 // owner exits, when the processes die with it. On Unix Close does nothing: stop the group with
 // Signal and Wait first. Close is idempotent.
 func (s *Scope) Close() error { return s.close() }
 
-// String names the scope for messages: "pgrp 4242", or "job of pid 4242".
+// Release lets go of the scope without touching its processes: for a cgroup it closes the
+// descriptor custody holds; for a process group it does nothing. On Windows it closes custody's
+// handle to the job, which kills the job's processes if it was the last handle (see Close).
+// Signal, Empty and Wait fail on a released cgroup or job. Release is idempotent.
+func (s *Scope) Release() error { return s.release() }
+
+// Desc describes the scope in plain values: what a ledger row records, and what [Open] takes.
+func (s *Scope) Desc() Desc { return s.desc() }
+
+// String names the scope for messages: "cgroup /custody/custody-41-96/s1", "pgrp 4242", or
+// "job of pid 4242".
 func (s *Scope) String() string { return s.describe() }
+
+// Desc describes a scope in plain values, as a ledger row records it, so that a process other
+// than the one that made it can rebuild it with [Open], and another owner's supervisor cover it.
+type Desc struct {
+	Kind   Kind
+	Leader procid.ID // the child the scope was made for; Start 0 when not known
+	PGID   int       // KindGroup: the process group (the leader's PID)
+	// Cgroup is, for KindCgroup, the cgroup's path in the cgroup v2 hierarchy, as
+	// /proc/PID/cgroup shows it ("/custody/custody-41-96/s1"), independent of where cgroup2 is
+	// mounted; CgroupID is its inode number (the kernel's cgroup id), which proves that a
+	// cgroup found at that path later is the same one.
+	Cgroup   string
+	CgroupID uint64
+}
+
+// Open rebuilds a scope from its description, for a stop or a reap by another process than the
+// one that made it, and proves it is the described one before any signal:
+//   - KindGroup: as [FromGroup].
+//   - KindCgroup (Linux): the path must name a scope custody made (a directory s<N> inside an
+//     owner's directory custody-<pid>-<start>) and the cgroup there must have the recorded id;
+//     otherwise the error wraps authority.ErrNoAuthority (and procid.ErrReused for another id).
+//     A cgroup that no longer exists was removed, which needs it empty: the error wraps
+//     procid.ErrGone. The open cgroup is held until [Scope.Close].
+//   - KindJob: unsupported (see [FromGroup]).
+func Open(d Desc) (*Scope, error) { return open(d) }
+
+// PreparedCgroup returns the hierarchy path (as [Desc.Cgroup]) of the cgroup [Prepare] made for cmd's child, or ""
+// when the child gets no cgroup. The owner covers it with its supervisor before cmd.Start: the
+// cgroup is then covered before the child exists.
+func PreparedCgroup(cmd *exec.Cmd) string { return preparedCgroup(cmd) }
+
+// Abandon releases what [Prepare] took for cmd when cmd.Start failed: it removes the cgroup made
+// for the child that never started. It does nothing for a command that was attached.
+func Abandon(cmd *exec.Cmd) { abandon(cmd) }
+
+// EnvContainment names the environment variable that, set to "process-group", keeps an owner
+// from making cgroups: its children get process groups, as where no cgroup is writable. It is
+// read at each start, and inherited by nested owners unless their environment drops it.
+const EnvContainment = "CUSTODY_CONTAINMENT"
+
+// Containment reports which kind of scope this process's children get, and, for a cgroup,
+// where custody makes them (the owner's directory). When it is not a cgroup, why says why: no
+// cgroup2 hierarchy, the caller's cgroup is not writable (an ordinary user outside a delegated
+// subtree), the kernel lacks cgroup.kill (5.14) or clone3 (5.7), or the OS has none. On Linux the
+// answer is proven by making the directory (and removing it again if no scope uses it yet).
+func Containment() (kind Kind, where string, why error) { return containment() }
+
+// OpenCgroup binds the cgroup scope at path (a hierarchy path, as [Desc.Cgroup]) as it is now, with no recorded
+// id to prove it against: it is for a supervisor, which is given the path by its owner right
+// after the owner made the cgroup (before its child exists) and holds it open from then on. Use
+// [Open] for a cgroup named by a row. The path must name a scope custody made (see [Open]). Not
+// on Linux: an error wrapping [errors.ErrUnsupported].
+func OpenCgroup(path string) (*Scope, error) { return openCgroupPath(path) }

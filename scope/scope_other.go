@@ -3,6 +3,7 @@
 package scope
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,8 +15,6 @@ import (
 
 // Neither process groups nor job objects exist here (plan9, js, wasip1): every operation returns
 // an error wrapping [errors.ErrUnsupported].
-
-const kind Kind = "none"
 
 type sysScope struct{}
 
@@ -40,3 +39,21 @@ func (s *Scope) empty() (bool, error) { return false, unsupported("empty") }
 func (s *Scope) close() error { return nil }
 
 func (s *Scope) describe() string { return "no scope" }
+
+func (s *Scope) kind() Kind { return "none" }
+
+func (s *Scope) wait(context.Context) error { return unsupported("wait") }
+
+func (s *Scope) desc() Desc { return Desc{} }
+
+func open(Desc) (*Scope, error) { return nil, unsupported("open") }
+
+func openCgroupPath(string) (*Scope, error) { return nil, unsupported("cgroup") }
+
+func preparedCgroup(*exec.Cmd) string { return "" }
+
+func abandon(*exec.Cmd) {}
+
+func containment() (Kind, string, error) { return "none", "", unsupported("containment") }
+
+func (s *Scope) release() error { return nil }

@@ -13,21 +13,29 @@ package scope
 //	kill(-pgid, sig)         signals every member; ESRCH when none is left (zombies count)
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
 
-const kind = KindGroup
-
 type sysScope struct {
-	group authority.Group
+	group authority.Group // the leader's group; with cg set, it is only for job control
+	cg    *cgroup         // a cgroup scope (Linux), or nil
+}
+
+func (s *Scope) kind() Kind {
+	if s.sys.cg != nil {
+		return KindCgroup
+	}
+	return KindGroup
 }
 
 func prepare(cmd *exec.Cmd, _ bool) error {
@@ -41,7 +49,7 @@ func prepare(cmd *exec.Cmd, _ bool) error {
 	if !a.Setsid {
 		a.Setpgid = true
 	}
-	return nil
+	return prepareCgroup(cmd)
 }
 
 // prepared reports whether cmd's child was made to lead a new group.
@@ -52,9 +60,22 @@ func prepared(cmd *exec.Cmd) bool {
 
 func attach(cmd *exec.Cmd) (*Scope, error) {
 	pid := cmd.Process.Pid
+	cg := takeCgroup(cmd)
 	if !prepared(cmd) {
 		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, ErrNotPrepared)
 	}
+	s, err := attachGroup(cmd, cg == nil)
+	if err != nil {
+		return nil, err
+	}
+	s.sys.cg = cg
+	return s, nil
+}
+
+// attachGroup records the child's group. strict refuses a child that already left it, when the
+// group is the scope; in a cgroup the group only serves job control, and the child may leave it.
+func attachGroup(cmd *exec.Cmd, strict bool) (*Scope, error) {
+	pid := cmd.Process.Pid
 	leader := procid.ID{PID: pid}
 	inc, err := procid.Read(pid)
 	switch {
@@ -63,7 +84,7 @@ func attach(cmd *exec.Cmd) (*Scope, error) {
 		// children, is still pinned; only the leader's start can no longer be read.
 	case err != nil:
 		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, err)
-	case inc.PGID != pid:
+	case inc.PGID != pid && strict:
 		// The child moved itself into another group between exec and now.
 		return nil, fmt.Errorf("scope: attach pid %d: it is in process group %d, not its own", pid, inc.PGID)
 	default:
@@ -83,6 +104,9 @@ func newGroupScope(leader procid.ID) *Scope {
 // the child may have started others already. Its pid is pinned while it is unreaped, which
 // Attach's contract (nothing waits for it yet) guarantees, so kill(-pid) reaches only its group.
 func abort(cmd *exec.Cmd) {
+	if cg := takeCgroup(cmd); cg != nil {
+		cg.teardown()
+	}
 	if prepared(cmd) && cmd.ProcessState == nil {
 		unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
 	}
@@ -104,10 +128,81 @@ func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
 
 func (s *Scope) pgid() int { return s.sys.group.PGID }
 
-func (s *Scope) signal(sig os.Signal) error { return s.sys.group.Signal(sig) }
+func (s *Scope) signal(sig os.Signal) error {
+	if s.sys.cg == nil {
+		return s.sys.group.Signal(sig)
+	}
+	us, ok := sig.(unix.Signal)
+	if !ok {
+		return fmt.Errorf("scope: signal %v: %w", sig, errors.ErrUnsupported)
+	}
+	return s.sys.cg.signal(us)
+}
 
-func (s *Scope) empty() (bool, error) { return s.sys.group.Empty() }
+func (s *Scope) empty() (bool, error) {
+	if s.sys.cg == nil {
+		return s.sys.group.Empty()
+	}
+	pop, err := s.sys.cg.populated()
+	if errors.Is(err, procid.ErrGone) {
+		return true, nil
+	}
+	return !pop, err
+}
 
-func (s *Scope) close() error { return nil }
+func (s *Scope) wait(ctx context.Context) error {
+	if s.sys.cg == nil {
+		return s.pollEmpty(ctx)
+	}
+	return s.sys.cg.wait(ctx)
+}
 
-func (s *Scope) describe() string { return fmt.Sprintf("pgrp %d", s.sys.group.PGID) }
+// closeWait bounds how long Close waits for a killed cgroup to empty before removing it.
+const closeWait = time.Second
+
+func (s *Scope) close() error {
+	cg := s.sys.cg
+	if cg == nil {
+		return nil
+	}
+	if err := cg.teardown(); err != nil {
+		return fmt.Errorf("scope: close %v: %w", s, err)
+	}
+	return nil
+}
+
+func (s *Scope) release() error {
+	if s.sys.cg != nil {
+		s.sys.cg.close()
+	}
+	return nil
+}
+
+func (s *Scope) describe() string {
+	if s.sys.cg != nil {
+		return "cgroup " + s.sys.cg.rel
+	}
+	return fmt.Sprintf("pgrp %d", s.sys.group.PGID)
+}
+
+func (s *Scope) desc() Desc {
+	d := Desc{Kind: s.kind(), Leader: s.leader, PGID: s.sys.group.PGID}
+	if cg := s.sys.cg; cg != nil {
+		d.Cgroup, d.CgroupID = cg.rel, cg.id
+	}
+	return d
+}
+
+func open(d Desc) (*Scope, error) {
+	switch d.Kind {
+	case KindGroup:
+		return fromGroup(d.PGID, d.Leader)
+	case KindCgroup:
+		cg, err := openRecorded(d.Cgroup, d.CgroupID)
+		if err != nil {
+			return nil, err
+		}
+		return &Scope{leader: d.Leader, sys: sysScope{group: authority.Group{PGID: d.PGID, Leader: d.Leader}, cg: cg}}, nil
+	}
+	return nil, fmt.Errorf("scope: open %q scope: %w", d.Kind, errors.ErrUnsupported)
+}

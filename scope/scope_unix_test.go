@@ -25,8 +25,15 @@ func detach(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Setsid = true
 }
 
-// cleanupScope kills what a test left in the scope; the identity check keeps it to the group.
-func cleanupScope(s *scope.Scope) { s.Signal(syscall.SIGKILL) }
+// cleanupScope kills what a test left in the scope (the identity check keeps it to the group) and
+// removes a cgroup.
+func cleanupScope(s *scope.Scope) {
+	s.Signal(syscall.SIGKILL)
+	s.Close()
+}
+
+// groupsOnly makes the test's scopes process groups, where a cgroup would be taken.
+func groupsOnly(t *testing.T) { t.Setenv(scope.EnvContainment, "process-group") }
 
 func pgid(t *testing.T, pid int) int {
 	t.Helper()
@@ -48,6 +55,7 @@ func wantSignaled(t *testing.T, p *testproc.Proc, sig syscall.Signal) {
 }
 
 func TestGroupContainsTree(t *testing.T) {
+	groupsOnly(t)
 	adoptOrphans(t)
 	p, s := startScoped(t, "-depth", "1")
 	ids := ready(t, p)
@@ -99,6 +107,7 @@ func TestGroupContainsTree(t *testing.T) {
 // A process group does not contain a descendant that calls setsid(2): the known limit of a pgrp
 // scope (a cgroup would contain it).
 func TestSetsidEscapesGroup(t *testing.T) {
+	groupsOnly(t)
 	adoptOrphans(t)
 	p, s := startScoped(t, "-depth", "1", "-setsid")
 	ids := ready(t, p)
@@ -150,6 +159,7 @@ func TestPrepareKeepsSetsid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	ready(t, p)
 	if sid, err := unix.Getsid(p.Process.Pid); err != nil || sid != p.Process.Pid || s.PGID() != p.Process.Pid {
 		t.Fatalf("sid %d (%v), scope pgid %d; want both %d", sid, err, s.PGID(), p.Process.Pid)
@@ -170,6 +180,7 @@ func TestPrepareRefusesJoiningGroup(t *testing.T) {
 
 // A Scope rebuilt from a ledger row signals only while the recorded leader's identity holds.
 func TestFromGroup(t *testing.T) {
+	groupsOnly(t)
 	p, s := startScoped(t)
 	ready(t, p)
 	wrong, err := scope.FromGroup(s.PGID(), procid.ID{Start: s.Leader().Start + 1})

@@ -28,6 +28,7 @@ package scope
 // still in its own job, and dies with it.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -38,8 +39,6 @@ import (
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/windows"
 )
-
-const kind = KindJob
 
 type sysScope struct {
 	mu  sync.RWMutex   // read-held while job is in use; Close takes it for writing
@@ -162,3 +161,28 @@ func (s *Scope) close() error {
 }
 
 func (s *Scope) describe() string { return fmt.Sprintf("job of pid %d", s.leader.PID) }
+
+func (s *Scope) kind() Kind { return KindJob }
+
+func (s *Scope) wait(ctx context.Context) error { return s.pollEmpty(ctx) }
+
+func (s *Scope) desc() Desc { return Desc{Kind: KindJob, Leader: s.leader} }
+
+// open refuses every description: a job can be opened by another process only by name, and
+// custody's jobs have none (see FromGroup).
+func open(d Desc) (*Scope, error) {
+	return nil, fmt.Errorf("scope: open %q scope on windows: %w", d.Kind, errors.ErrUnsupported)
+}
+
+func openCgroupPath(path string) (*Scope, error) {
+	return nil, fmt.Errorf("scope: cgroup %s on windows: %w", path, errors.ErrUnsupported)
+}
+
+func preparedCgroup(*exec.Cmd) string { return "" }
+
+func abandon(*exec.Cmd) {}
+
+// containment is a job: every child gets one (nested in the owner's, when the owner runs in one).
+func containment() (Kind, string, error) { return KindJob, "", nil }
+
+func (s *Scope) release() error { return s.close() }

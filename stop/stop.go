@@ -59,7 +59,7 @@ func (r Result) OK() bool { return r.Outcome == Exited || r.Outcome == AlreadyEx
 type Options struct {
 	Grace    time.Duration // between SIGTERM and SIGKILL; default 3 s
 	KillWait time.Duration // after SIGKILL, how long to wait for the exit; default 2 s
-	// Owner, for [Row], is the uid the row's process must run as: the owner of the ledger the row
+	// Owner, for [Recorded], is the uid the row's process must run as: the owner of the ledger the row
 	// was read from ([ledger.Ledger.Owner]). Nil means the caller's uid. Unused on Windows.
 	Owner *int
 }

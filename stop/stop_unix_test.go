@@ -20,6 +20,7 @@ import (
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/stop"
 )
 
@@ -86,7 +87,7 @@ func helperStopAsNobody(args []string) int {
 		uid := atoi(args[1])
 		opts.Owner = &uid
 	}
-	res := stop.Row(context.Background(), row, opts)
+	res := stop.Recorded(context.Background(), row.Record(), row.ScopeDesc(), opts)
 	fmt.Println("outcome", res.Outcome, res.Reason)
 	return 0
 }
@@ -123,7 +124,7 @@ func startAs(t *testing.T, name string, args ...string) (ledger.Row, []int, *tes
 		t.Fatal(err)
 	}
 	row := ledger.NewRow(inc, procid.Incarnation{})
-	row.Scope, row.PGID = stop.ScopePgrp, &inc.PID
+	row.Scope, row.PGID = string(scope.KindGroup), &inc.PID
 	return row, pids, p
 }
 
@@ -142,7 +143,7 @@ func TestOutcomes(t *testing.T) {
 	ctx := context.Background()
 	t.Run("exits on TERM", func(t *testing.T) {
 		row, pids, _ := start(t, "exit")
-		res := stop.Row(ctx, row, stop.Options{})
+		res := stop.Recorded(ctx, row.Record(), row.ScopeDesc(), stop.Options{})
 		if res.Outcome != stop.Exited || res.Forced {
 			t.Errorf("result %+v; want exited without force", res)
 		}
@@ -150,7 +151,7 @@ func TestOutcomes(t *testing.T) {
 	})
 	t.Run("ignores TERM", func(t *testing.T) {
 		row, pids, _ := start(t, "ignore")
-		res := stop.Row(ctx, row, stop.Options{Grace: 300 * time.Millisecond})
+		res := stop.Recorded(ctx, row.Record(), row.ScopeDesc(), stop.Options{Grace: 300 * time.Millisecond})
 		if res.Outcome != stop.Exited || !res.Forced {
 			t.Errorf("result %+v; want exited with force", res)
 		}
@@ -158,7 +159,7 @@ func TestOutcomes(t *testing.T) {
 	})
 	t.Run("group member ignores TERM", func(t *testing.T) {
 		row, pids, _ := start(t, "exit", "member")
-		res := stop.Row(ctx, row, stop.Options{Grace: 300 * time.Millisecond})
+		res := stop.Recorded(ctx, row.Record(), row.ScopeDesc(), stop.Options{Grace: 300 * time.Millisecond})
 		if res.Outcome != stop.Exited || !res.Forced {
 			t.Errorf("result %+v; want exited with force (the member ignores TERM)", res)
 		}
@@ -168,7 +169,7 @@ func TestOutcomes(t *testing.T) {
 		row, _, p := start(t, "exit")
 		p.Stdin().Close()
 		p.Wait()
-		if res := stop.Row(ctx, row, stop.Options{}); res.Outcome != stop.AlreadyExited {
+		if res := stop.Recorded(ctx, row.Record(), row.ScopeDesc(), stop.Options{}); res.Outcome != stop.AlreadyExited {
 			t.Errorf("result %+v; want already-exited", res)
 		}
 	})
@@ -176,7 +177,7 @@ func TestOutcomes(t *testing.T) {
 		row, pids, p := start(t, "slow")
 		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
-		res := stop.Row(dctx, row, stop.Options{Grace: 5 * time.Second})
+		res := stop.Recorded(dctx, row.Record(), row.ScopeDesc(), stop.Options{Grace: 5 * time.Second})
 		if res.Outcome != stop.TimedOut || res.Forced {
 			t.Errorf("result %+v; want timed-out without force", res)
 		}
@@ -189,7 +190,7 @@ func TestOutcomes(t *testing.T) {
 		row, pids, _ := start(t, "exit")
 		wrong := *row.StartTicks + 1
 		row.StartTicks = &wrong
-		if res := stop.Row(ctx, row, stop.Options{}); res.Outcome != stop.NoAuthority {
+		if res := stop.Recorded(ctx, row.Record(), row.ScopeDesc(), stop.Options{}); res.Outcome != stop.NoAuthority {
 			t.Errorf("result %+v; want no-authority", res)
 		}
 		if _, err := procid.Read(pids[0]); err != nil {
@@ -232,7 +233,7 @@ func TestOtherUsersProcess(t *testing.T) {
 	})
 	t.Run("a user's process in root's ledger", func(t *testing.T) {
 		row, pids, _ := startAs(t, "child-as-nobody", "exit")
-		res := stop.Row(context.Background(), row, stop.Options{})
+		res := stop.Recorded(context.Background(), row.Record(), row.ScopeDesc(), stop.Options{})
 		if res.Outcome != stop.NoAuthority || !strings.Contains(res.Reason, "uid 65534") {
 			t.Errorf("result %+v; want no-authority naming uid 65534", res)
 		}
@@ -251,7 +252,7 @@ func TestProtected(t *testing.T) {
 			t.Fatal(err)
 		}
 		row := ledger.NewRow(inc, procid.Incarnation{})
-		res := stop.Row(context.Background(), row, stop.Options{Grace: 100 * time.Millisecond})
+		res := stop.Recorded(context.Background(), row.Record(), row.ScopeDesc(), stop.Options{Grace: 100 * time.Millisecond})
 		if res.Outcome != stop.NoAuthority || !strings.Contains(res.Reason, "never signals") {
 			t.Errorf("pid %d: result %+v; want no-authority, protected", pid, res)
 		}

@@ -98,12 +98,13 @@ type Client struct {
 	Logger *slog.Logger
 
 	mu      sync.Mutex
-	groups  map[int]Group // the covered set, replayed to every new supervisor
-	sup     *proc         // the current supervisor, nil when none runs
-	idle    *time.Timer   // the pending release of an idle supervisor
-	idleGen int           // invalidates an idle timer that fired while the set changed
-	young   int           // consecutive supervisor deaths within youngAge of their start
-	err     error         // sticky: restarts stopped, the covered set is not covered
+	groups  map[int]Group   // the covered set, replayed to every new supervisor
+	cgroups map[string]bool // covered cgroups, replayed likewise
+	sup     *proc           // the current supervisor, nil when none runs
+	idle    *time.Timer     // the pending release of an idle supervisor
+	idleGen int             // invalidates an idle timer that fired while the set changed
+	young   int             // consecutive supervisor deaths within youngAge of their start
+	err     error           // sticky: restarts stopped, the covered set is not covered
 	closed  bool
 	buf     []byte         // replay scratch
 	waiters sync.WaitGroup // one per supervisor not yet reaped
@@ -131,7 +132,7 @@ func (c *Client) Start() error {
 	if err := c.startLocked(); err != nil {
 		return fmt.Errorf("supervise: %w", err)
 	}
-	if len(c.groups) == 0 {
+	if c.emptyLocked() {
 		c.armIdleLocked()
 	}
 	return nil
@@ -171,13 +172,72 @@ func (c *Client) Register(g Group) error {
 		} else {
 			delete(c.groups, g.PGID)
 		}
-		if len(c.groups) == 0 {
+		if c.emptyLocked() {
 			c.armIdleLocked()
 		}
 		return fmt.Errorf("supervise: register %d: %w", g.PGID, err)
 	}
 	return nil
 }
+
+// RegisterCgroup covers a cgroup scope custody made (path as in scope.Desc.Cgroup): when the
+// owner dies, the supervisor stops everything in it, ending with cgroup.kill, and removes it (see
+// the package doc). Register it right after making it and before starting the child in it: the
+// child is then covered from its first instruction. It returns once the line is in the
+// supervisor's pipe. The supervisor opens the cgroup on reading the line; one it cannot open is
+// logged and ignored there.
+func (c *Client) RegisterCgroup(path string) error {
+	if !validCgroup(path) || len(path)+len("uncgroup \n") > MaxLine {
+		return fmt.Errorf("supervise: register cgroup %q: %w", path, ErrRefused)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usableLocked(); err != nil {
+		return err
+	}
+	c.stopIdleLocked()
+	if c.cgroups == nil {
+		c.cgroups = make(map[string]bool)
+	}
+	had := c.cgroups[path]
+	c.cgroups[path] = true
+	if err := c.sendLocked(cgroupLine(nil, "cgroup", path)); err != nil {
+		if !had {
+			delete(c.cgroups, path)
+		}
+		if c.emptyLocked() {
+			c.armIdleLocked()
+		}
+		return fmt.Errorf("supervise: register cgroup %s: %w", path, err)
+	}
+	return nil
+}
+
+// UnregisterCgroup stops covering a cgroup; its processes are left alone. Unregistering a cgroup
+// that is not covered does nothing.
+func (c *Client) UnregisterCgroup(path string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if !c.cgroups[path] {
+		return nil
+	}
+	delete(c.cgroups, path)
+	if c.sup != nil {
+		if err := c.sendLocked(cgroupLine(nil, "uncgroup", path)); err != nil {
+			return fmt.Errorf("supervise: unregister cgroup %s: %w", path, err)
+		}
+	}
+	if c.emptyLocked() {
+		c.armIdleLocked()
+	}
+	return nil
+}
+
+// emptyLocked reports whether nothing is covered.
+func (c *Client) emptyLocked() bool { return len(c.groups) == 0 && len(c.cgroups) == 0 }
 
 // Unregister stops covering a group; the owner's death no longer reaches it. Unregistering a
 // group that is not covered does nothing. When the set becomes empty, the supervisor is released
@@ -197,7 +257,7 @@ func (c *Client) Unregister(pgid int) error {
 			return fmt.Errorf("supervise: unregister %d: %w", pgid, err)
 		}
 	}
-	if len(c.groups) == 0 {
+	if c.emptyLocked() {
 		c.armIdleLocked()
 	}
 	return nil
@@ -255,7 +315,7 @@ func (c *Client) sendLocked(line []byte) error {
 		}
 		return c.lostLocked(p, err)
 	}
-	if len(c.groups) == 0 {
+	if c.emptyLocked() {
 		return nil
 	}
 	return c.startLocked()
@@ -273,6 +333,9 @@ func (c *Client) startLocked() error {
 	buf := c.buf[:0]
 	for _, g := range c.groups {
 		buf = registerLine(buf, g)
+	}
+	for path := range c.cgroups {
+		buf = cgroupLine(buf, "cgroup", path)
 	}
 	c.buf = buf[:0]
 	if len(buf) == 0 {
@@ -314,7 +377,7 @@ func (c *Client) lostLocked(p *proc, why error) error {
 	c.sup = nil
 	p.w.Close()
 	p.cmd.Process.Kill() // the waiter reaps it
-	if len(c.groups) == 0 || c.closed {
+	if c.emptyLocked() || c.closed {
 		return nil
 	}
 	if time.Since(p.started) < youngAge {
@@ -351,7 +414,7 @@ func (c *Client) armIdleLocked() {
 	c.idle = time.AfterFunc(grace, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if gen == c.idleGen && len(c.groups) == 0 {
+		if gen == c.idleGen && c.emptyLocked() {
 			c.releaseLocked()
 		}
 	})

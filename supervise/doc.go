@@ -1,4 +1,5 @@
-// Package supervise kills an owner's process groups when the owner dies, however it dies.
+// Package supervise kills an owner's process groups and cgroups when the owner dies, however it
+// dies.
 //
 // A supervisor is a small separate process, one per owner, in its own session. Its standard input
 // is a pipe whose only write end the owner holds. The owner writes one line per group it wants
@@ -11,7 +12,20 @@
 //	register <pgid>                  cover a group (legacy form, as in the Hermes supervisor)
 //	register <pid> <pgid> <start>    cover it, bound to its leader's start (ticks, or "unknown")
 //	unregister <pgid>                stop covering it
+//	cgroup <path>                    cover a cgroup scope custody made (Linux; custody's own line)
+//	uncgroup <path>                  stop covering it
 //	anything else                    ignored
+//
+// The cgroup lines are custody's: a Hermes supervisor ignores them as it ignores any unknown
+// line, and custody's own sweep treats them as follows. <path> is the cgroup's path in the cgroup
+// v2 hierarchy, as /proc/PID/cgroup shows it ("/custody/custody-41-96/s1"), printable ASCII
+// without spaces, and must name a scope custody made (an s<N> directory in an owner's
+// custody-<pid>-<start> directory). The owner writes the line after making the cgroup and before
+// its child exists; the supervisor opens the cgroup at once and holds it open, which is its proof
+// that the cgroup it later kills is the one registered. On EOF a covered cgroup gets SIGTERM
+// (every member, each through a pidfd proven to be in the cgroup), up to the grace to empty, then
+// cgroup.kill, which no member escapes; once empty it is removed, with the owner's directory
+// when that is empty too. Without cgroup v2 (macOS) the lines are ignored.
 //
 // A group is signalled only while its identity holds: its leader (pid == pgid) is still the
 // recorded incarnation, or, with the leader gone, the group still has members. The kernel does

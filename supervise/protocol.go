@@ -84,6 +84,8 @@ const (
 	verbNone verb = iota
 	verbRegister
 	verbUnregister
+	verbCgroup   // custody's own: cover a cgroup scope
+	verbUncgroup // custody's own: stop covering it
 )
 
 // command is one parsed protocol line.
@@ -94,6 +96,7 @@ type command struct {
 	start uint64 // the leader's start, when known
 	known bool   // start was given (not "unknown", not the legacy form)
 	id    uint64 // the leader's pidfs id, 0 when not given
+	path  string // the cgroup, a hierarchy path (cgroup lines)
 }
 
 // parseLine parses a protocol line; ok is false for anything that is not a well-formed command.
@@ -119,6 +122,10 @@ func parseLine(line []byte) (cmd command, ok bool) {
 	case n == 2 && string(f[0]) == "unregister":
 		pgid, ok := parseID(f[1])
 		return command{verb: verbUnregister, pid: pgid, pgid: pgid}, ok
+	case n == 2 && string(f[0]) == "cgroup":
+		return command{verb: verbCgroup, path: string(f[1])}, validCgroup(string(f[1]))
+	case n == 2 && string(f[0]) == "uncgroup":
+		return command{verb: verbUncgroup, path: string(f[1])}, validCgroup(string(f[1]))
 	}
 	return command{}, false
 }
@@ -183,6 +190,28 @@ func parseDecimal(b []byte, limit uint64) (uint64, bool) {
 		v = v*10 + d
 	}
 	return v, true
+}
+
+// validCgroup accepts an absolute cgroup path of printable ASCII without spaces: the protocol is
+// space-separated lines, and a control byte in a path could only be a mistake or a trick.
+func validCgroup(p string) bool {
+	if len(p) < 2 || p[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] <= ' ' || p[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// cgroupLine formats a cgroup or uncgroup line.
+func cgroupLine(dst []byte, verb, path string) []byte {
+	dst = append(dst, verb...)
+	dst = append(dst, ' ')
+	dst = append(dst, path...)
+	return append(dst, '\n')
 }
 
 // registerLine formats the register line for g: the leader's pid, the group, its start ("unknown"

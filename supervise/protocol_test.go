@@ -52,6 +52,13 @@ func TestParseLine(t *testing.T) {
 		{"registe 42", command{}, false},
 		{"ping", command{}, false},
 		{"\xff\xfe 42", command{}, false},
+		{"cgroup /custody/custody-41-96/s1", command{verb: verbCgroup, path: "/custody/custody-41-96/s1"}, true},
+		{"uncgroup /custody/custody-41-96/s1", command{verb: verbUncgroup, path: "/custody/custody-41-96/s1"}, true},
+		{"cgroup custody/s1", command{}, false},
+		{"cgroup /", command{}, false},
+		{"cgroup", command{}, false},
+		{"cgroup /a /b", command{}, false},
+		{"cgroup /a\x7f", command{}, false},
 	} {
 		got, ok := parseLine([]byte(tc.line))
 		if ok != tc.ok || (ok && got != tc.want) {

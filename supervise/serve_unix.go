@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,6 +31,7 @@ type server struct {
 	log     *slog.Logger
 	self    int // the supervisor's own process group
 	covered map[int]leader
+	cgroups map[string]*scope.Scope // covered cgroups, each held open since its registration
 }
 
 func serve(ctx context.Context, in io.Reader, cfg Config) error {
@@ -39,7 +41,7 @@ func serve(ctx context.Context, in io.Reader, cfg Config) error {
 			defer stop()
 		}
 	}
-	s := &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]leader)}
+	s := &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]leader), cgroups: make(map[string]*scope.Scope)}
 	lr := &lineReader{r: in}
 	for {
 		line, err := lr.next()
@@ -67,6 +69,14 @@ func (s *server) handle(line []byte) {
 		if s.log.Enabled(context.Background(), slog.LevelDebug) {
 			s.log.Debug("supervise: ignored line", "line", string(line))
 		}
+		return
+	}
+	switch cmd.verb {
+	case verbCgroup:
+		s.coverCgroup(cmd.path)
+		return
+	case verbUncgroup:
+		s.dropCgroup(cmd.path)
 		return
 	}
 	if why := s.refuse(cmd.pgid); why != "" {
@@ -182,13 +192,22 @@ func (s *server) holds(pgid int, l leader) (bool, string) {
 	return false, "leader unreadable: " + err.Error()
 }
 
-// sweep stops every covered group whose identity holds: SIGTERM, poll, SIGKILL.
+// sweep stops every covered cgroup and every covered group whose identity holds: SIGTERM, a wait
+// of up to the grace, SIGKILL (cgroup.kill for cgroups).
 func (s *server) sweep() {
-	if len(s.covered) == 0 {
+	if len(s.covered) == 0 && len(s.cgroups) == 0 {
 		return
 	}
-	s.signalAll(unix.SIGTERM)
 	deadline := time.Now().Add(s.cfg.Grace)
+	s.signalAll(unix.SIGTERM)
+	s.signalCgroups(unix.SIGTERM)
+	s.awaitCgroups(deadline)
+	s.sweepGroups(deadline)
+}
+
+// sweepGroups polls the signalled groups until they are gone, and SIGKILLs survivors at the
+// deadline.
+func (s *server) sweepGroups(deadline time.Time) {
 	for len(s.covered) > 0 {
 		left := time.Until(deadline)
 		if left <= 0 {

@@ -106,7 +106,7 @@ func runStop(ctx context.Context, o *stopOptions) error {
 			continue
 		}
 		wg.Go(func() {
-			results[i] = stop.Row(ctx, row, opts)
+			results[i] = stop.Recorded(ctx, row.Record(), row.ScopeDesc(), opts)
 			if results[i].OK() {
 				mu.Lock()
 				gone = append(gone, row)

@@ -1,0 +1,365 @@
+package scope
+
+// A cgroup scope is a cgroup v2 directory custody made for one child. Facts relied on:
+//
+//	kernel  what
+//	4.5     cgroup v2; a process's cgroup is the "0::" line of /proc/PID/cgroup
+//	5.3     pidfd_open(2); pidfd_send_signal(2) since 5.1
+//	5.7     clone3(2) CLONE_INTO_CGROUP (Go: SysProcAttr.UseCgroupFD): the child is born inside
+//	5.14    cgroup.kill: writing "1" SIGKILLs every process in the cgroup and its descendants,
+//	        and the kernel keeps killing what forks meanwhile: nothing escapes by forking
+//
+// cgroup.events holds "populated 0|1": 1 while any process lives in the cgroup or below it. A
+// process leaves its cgroup when it exits, before its parent reaps it, so a zombie is not a
+// member. The file raises POLLPRI when its value changes, so a wait for "empty" needs no scan. A
+// process cannot leave its cgroup by setsid(2), setpgid(2) or a double fork; only a write to some
+// cgroup.procs moves it, which needs write access to the target and to the common ancestor's
+// cgroup.procs. Custody enables no controllers, so processes may live in inner nodes (a nested
+// owner's own cgroup holds the owner and the scopes it makes).
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/procid"
+	"golang.org/x/sys/unix"
+)
+
+// cgroup is one open cgroup v2 directory. The descriptor names the directory custody opened for
+// the cgroup's whole life: once removed, a new cgroup at the same path is another directory, and
+// every operation checks that the path still leads to this one (see same).
+type cgroup struct {
+	path string // absolute path in the file system
+	rel  string // path below the cgroup2 mount, as /proc/PID/cgroup shows it
+	id   uint64 // inode number, which is the kernel's cgroup id
+	made *owner // the owner that made it, in this process; nil for a cgroup opened from a row
+
+	mu     sync.Mutex
+	fd     int // O_DIRECTORY; -1 once closed
+	closed bool
+}
+
+// openCgroup opens the cgroup at rel below the mount h.
+func openCgroup(h hierarchy, rel string) (*cgroup, error) {
+	path := filepath.Join(h.mount, rel)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		if err == unix.ENOENT {
+			return nil, fmt.Errorf("scope: cgroup %s: %w", rel, procid.ErrGone)
+		}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var fs unix.Statfs_t
+	var st unix.Stat_t
+	if err := unix.Fstatfs(fd, &fs); err != nil || fs.Type != unix.CGROUP2_SUPER_MAGIC {
+		unix.Close(fd)
+		return nil, fmt.Errorf("scope: %s: not a cgroup v2 directory", path)
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	return &cgroup{path: path, rel: rel, id: st.Ino, fd: fd}, nil
+}
+
+// with runs f on the open descriptor, or fails with os.ErrClosed.
+func (c *cgroup) with(f func(fd int) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("scope: cgroup %s: %w", c.rel, os.ErrClosed)
+	}
+	return f(c.fd)
+}
+
+// same reports whether the path still leads to this cgroup. A removed cgroup is gone for good
+// (removal needs it empty); its path may have been made again by someone else.
+func (c *cgroup) same() bool {
+	var st unix.Stat_t
+	return unix.Stat(c.path, &st) == nil && st.Ino == c.id
+}
+
+// readFile reads one of the cgroup's interface files through its descriptor.
+func (c *cgroup) readFile(name string) ([]byte, error) {
+	var out []byte
+	err := c.with(func(dir int) error {
+		fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return c.fileErr("openat", name, err)
+		}
+		defer unix.Close(fd)
+		out, err = readAll(fd)
+		return c.fileErr("read", name, err)
+	})
+	return out, err
+}
+
+// fileErr wraps an interface file's error; ENODEV is what a removed cgroup's files answer.
+func (c *cgroup) fileErr(op, name string, err error) error {
+	switch err {
+	case nil:
+		return nil
+	case unix.ENODEV, unix.ENOENT:
+		return fmt.Errorf("scope: cgroup %s removed: %w", c.rel, procid.ErrGone)
+	}
+	return &os.PathError{Op: op, Path: filepath.Join(c.path, name), Err: err}
+}
+
+func readAll(fd int) ([]byte, error) {
+	var buf [4096]byte
+	var out []byte
+	for {
+		n, err := unix.Read(fd, buf[:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return out, nil
+		}
+		out = append(out, buf[:n]...)
+	}
+}
+
+// populated reports whether any process lives in the cgroup or below it.
+func (c *cgroup) populated() (bool, error) {
+	b, err := c.readFile("cgroup.events")
+	if err != nil {
+		return false, err
+	}
+	return parsePopulated(b)
+}
+
+func parsePopulated(events []byte) (bool, error) {
+	for line := range bytes.Lines(events) {
+		if v, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("populated ")); ok {
+			return string(v) != "0", nil
+		}
+	}
+	return false, errors.New("scope: cgroup.events has no populated line")
+}
+
+// kill writes cgroup.kill: SIGKILL to every process in the cgroup and below, including those
+// forked while the kill runs.
+func (c *cgroup) kill() error {
+	return c.with(func(dir int) error {
+		fd, err := unix.Openat(dir, "cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return c.fileErr("openat", "cgroup.kill", err)
+		}
+		defer unix.Close(fd)
+		_, err = unix.Write(fd, []byte("1"))
+		return c.fileErr("write", "cgroup.kill", err)
+	})
+}
+
+// signal sends sig to every process in the cgroup and below. SIGKILL is cgroup.kill; any other
+// signal goes to each member through a pidfd opened on it and proven to be in the cgroup after
+// the open, so a PID that was recycled after the cgroup.procs read is never signalled (a new
+// process with that PID in this cgroup is a member, and rightly signalled). It returns an error
+// wrapping procid.ErrGone when the cgroup was empty.
+func (c *cgroup) signal(sig unix.Signal) error {
+	if pop, err := c.populated(); err != nil || !pop {
+		if err == nil {
+			err = fmt.Errorf("scope: cgroup %s is empty: %w", c.rel, procid.ErrGone)
+		}
+		return err
+	}
+	if sig == unix.SIGKILL {
+		return c.kill()
+	}
+	if !c.same() {
+		return fmt.Errorf("scope: cgroup %s removed: %w", c.rel, procid.ErrGone)
+	}
+	pids, err := c.members()
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, pid := range pids {
+		if err := c.signalMember(pid, sig); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// members lists the processes of the cgroup and its descendants.
+func (c *cgroup) members() ([]int, error) {
+	var pids []int
+	err := filepath.WalkDir(c.path, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) { // a nested scope removed during the walk
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) {
+				return nil
+			}
+			return err
+		}
+		for f := range strings.FieldsSeq(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scope: cgroup %s: members: %w", c.rel, err)
+	}
+	return pids, nil
+}
+
+func (c *cgroup) signalMember(pid int, sig unix.Signal) error {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil // exited since the read (ESRCH), or not ours to see
+	}
+	defer unix.Close(pfd)
+	if !c.contains(pid) {
+		return nil // the PID now names a process outside the scope
+	}
+	switch err := unix.PidfdSendSignal(pfd, sig, nil, 0); err {
+	case nil, unix.ESRCH:
+		return nil
+	default:
+		return fmt.Errorf("scope: signal pid %d in cgroup %s: %w", pid, c.rel, os.NewSyscallError("pidfd_send_signal", err))
+	}
+}
+
+// contains reports whether pid is in the cgroup or below it now.
+func (c *cgroup) contains(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	rel, ok := unifiedPath(b)
+	return ok && (rel == c.rel || strings.HasPrefix(rel, c.rel+"/"))
+}
+
+// wait returns nil once the cgroup is empty, or an error wrapping context.Cause(ctx). It sleeps in
+// poll(2) on cgroup.events, which raises POLLPRI when "populated" changes; the poll is cut in
+// slices so that a cancelled ctx is seen within 50 ms.
+func (c *cgroup) wait(ctx context.Context) error {
+	var efd int
+	err := c.with(func(dir int) (err error) {
+		efd, err = unix.Openat(dir, "cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		return c.fileErr("openat", "cgroup.events", err)
+	})
+	if errors.Is(err, procid.ErrGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(efd)
+	for {
+		// Reading the file re-arms POLLPRI for the next change.
+		if _, err := unix.Seek(efd, 0, 0); err != nil {
+			return c.fileErr("seek", "cgroup.events", err)
+		}
+		b, err := readAll(efd)
+		if err == unix.ENODEV {
+			return nil
+		}
+		if err != nil {
+			return c.fileErr("read", "cgroup.events", err)
+		}
+		if pop, err := parsePopulated(b); err != nil || !pop {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("scope: wait cgroup %s: %w", c.rel, context.Cause(ctx))
+		}
+		slice := 50 * time.Millisecond
+		if d, ok := ctx.Deadline(); ok {
+			slice = max(min(slice, time.Until(d)), time.Millisecond)
+		}
+		unix.Poll([]unix.PollFd{{Fd: int32(efd), Events: unix.POLLPRI}}, int(slice.Milliseconds()))
+	}
+}
+
+// teardown kills what is left in the cgroup, waits up to closeWait for it to empty, and removes
+// it.
+func (c *cgroup) teardown() error {
+	if pop, err := c.populated(); err == nil && pop {
+		c.kill()
+		ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+		defer cancel()
+		c.wait(ctx)
+	}
+	return c.remove()
+}
+
+// remove removes the cgroup and every cgroup below it (nested owners' empty scopes), deepest
+// first, and closes it. It fails, removing what it can, while any of them has a process.
+func (c *cgroup) remove() error {
+	err := removeTree(c.path, c.id)
+	c.close()
+	switch {
+	case err != nil:
+	case c.made != nil:
+		c.made.removed()
+	default:
+		// Opened from a row or by a supervisor: the owner may be dead, and its directory is
+		// removed with its last scope. While the owner lives, its next scope makes it again.
+		if parent := filepath.Dir(c.path); ownerDirName.MatchString(filepath.Base(parent)) {
+			unix.Rmdir(parent)
+		}
+	}
+	return err
+}
+
+// removeTree removes the directory tree at path, deepest first, if path is still the cgroup id.
+func removeTree(path string, id uint64) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil || st.Ino != id {
+		return nil // already removed, and maybe made again by someone else
+	}
+	var dirs []string
+	filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var first error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := unix.Rmdir(dirs[i]); err != nil && err != unix.ENOENT && first == nil {
+			first = &os.PathError{Op: "rmdir", Path: dirs[i], Err: err}
+		}
+	}
+	return first
+}
+
+func (c *cgroup) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+}
+
+// errNoAuthority is what a cgroup that is not the recorded one answers.
+func cgroupNotRecorded(rel string, id, now uint64) error {
+	return fmt.Errorf("%w over cgroup %s: %w: its id is %d, recorded %d", authority.ErrNoAuthority, rel, procid.ErrReused, now, id)
+}

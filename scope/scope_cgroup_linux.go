@@ -1,0 +1,102 @@
+package scope
+
+import (
+	"fmt"
+	"os/exec"
+	"sync"
+
+	"github.com/custody-dev/custody/authority"
+)
+
+// pending holds the cgroups [Prepare] made, by command, until [Attach] or [Abandon] takes them.
+var pending sync.Map // *exec.Cmd → *cgroup
+
+// prepareCgroup makes a cgroup for cmd's child and has clone3 start it inside, when this process
+// can have cgroup scopes (see Containment); otherwise the child's scope is its process group.
+func prepareCgroup(cmd *exec.Cmd) error {
+	a := cmd.SysProcAttr
+	if a.UseCgroupFD {
+		return fmt.Errorf("scope: prepare %s: SysProcAttr.UseCgroupFD is already set", cmd.Path)
+	}
+	if _, loaded := pending.Load(cmd); loaded {
+		return fmt.Errorf("scope: prepare %s: already prepared", cmd.Path)
+	}
+	if forcedGroups() != nil {
+		return nil
+	}
+	cg, err := self.newScope()
+	if err != nil {
+		if self.usable() {
+			return fmt.Errorf("scope: prepare %s: %w", cmd.Path, err)
+		}
+		return nil // no cgroup for this process: a process group, as Containment reports
+	}
+	a.UseCgroupFD, a.CgroupFD = true, cg.fd
+	pending.Store(cmd, cg)
+	return nil
+}
+
+func takeCgroup(cmd *exec.Cmd) *cgroup {
+	if v, ok := pending.LoadAndDelete(cmd); ok {
+		return v.(*cgroup)
+	}
+	return nil
+}
+
+func preparedCgroup(cmd *exec.Cmd) string {
+	if v, ok := pending.Load(cmd); ok {
+		return v.(*cgroup).rel
+	}
+	return ""
+}
+
+func abandon(cmd *exec.Cmd) {
+	if cg := takeCgroup(cmd); cg != nil {
+		cg.teardown() // nothing should be there, but a child whose start failed late may be
+	}
+}
+
+// openRecorded opens a recorded scope's cgroup and proves it is the recorded one.
+func openRecorded(rel string, id uint64) (*cgroup, error) {
+	h, err := findHierarchy()
+	if err != nil {
+		return nil, fmt.Errorf("scope: open cgroup %s: %w", rel, err)
+	}
+	switch {
+	case !isScopePath(rel):
+		return nil, fmt.Errorf("%w over cgroup %s: not a scope custody made", authority.ErrNoAuthority, rel)
+	case id == 0:
+		return nil, fmt.Errorf("%w over cgroup %s: no cgroup id recorded", authority.ErrNoAuthority, rel)
+	}
+	cg, err := openCgroup(h, rel)
+	if err != nil {
+		return nil, err
+	}
+	if cg.id != id {
+		cg.close()
+		return nil, cgroupNotRecorded(rel, id, cg.id)
+	}
+	return cg, nil
+}
+
+func openCgroupPath(rel string) (*Scope, error) {
+	h, err := findHierarchy()
+	if err != nil {
+		return nil, fmt.Errorf("scope: open cgroup %s: %w", rel, err)
+	}
+	if !isScopePath(rel) {
+		return nil, fmt.Errorf("%w over cgroup %s: not a scope custody made", authority.ErrNoAuthority, rel)
+	}
+	cg, err := openCgroup(h, rel)
+	if err != nil {
+		return nil, err
+	}
+	return &Scope{sys: sysScope{cg: cg}}, nil
+}
+
+// usable reports whether this process has cgroup scopes (its owner directory could be made).
+func (o *owner) usable() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.made
+}

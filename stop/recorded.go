@@ -1,0 +1,100 @@
+package stop
+
+import (
+	"context"
+	"errors"
+
+	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
+)
+
+// Recorded stops the process rec names and the scope d describes (as a ledger row records them:
+// see ledger.Row.Record and ledger.Row.ScopeDesc), for a stop by another process than the owner.
+// A record is a claim, not a licence: nothing is signalled, and the outcome is [NoAuthority], when
+// the PID is protected ([authority.Guard]: init, a kernel thread, the caller or an ancestor), when
+// the recorded incarnation cannot be proven ([authority.Acquire]), when the process runs as
+// another user than opts.Owner ([authority.CheckOwner]), or when the scope is not the recorded
+// one ([scope.Open]). A process-group scope counts only when
+// the process leads it; a cgroup scope whose cgroup was removed (which needs it empty) leaves the
+// process alone. A cgroup emptied by the stop is removed.
+func Recorded(ctx context.Context, rec procid.Record, d scope.Desc, opts Options) Result {
+	t, s, res, ok := target(rec, d, opts)
+	if !ok {
+		return res
+	}
+	if t.Process != nil {
+		defer t.Process.Close()
+	}
+	res = Stop(ctx, t, opts)
+	if s != nil {
+		if res.OK() {
+			s.Close() // empty: this removes the cgroup
+		} else {
+			s.Release() // never a kill the outcome does not report
+		}
+	}
+	return res
+}
+
+// target acquires the authority a stop acts through; ok is false when the outcome is already
+// decided.
+func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.Scope, res Result, ok bool) {
+	t.PID, res.PID = rec.PID, rec.PID
+	if err := authority.Refuse(rec.PID); err != nil {
+		_, r := t.settle(res, err, true)
+		return t, nil, r, false
+	}
+	p, err := authority.Acquire(rec)
+	if err == nil {
+		// Read after the proof, through which the handle names the recorded process: a stranger
+		// that took the PID since could only make this refuse, and the signals go through the
+		// handle anyway.
+		if err = authority.CheckOwner(rec.PID, opts.owner()); err != nil {
+			p.Close()
+			p = nil
+		}
+	}
+	gone := errors.Is(err, procid.ErrGone)
+	if err != nil && !gone {
+		_, r := t.settle(res, err, true)
+		return t, nil, r, false
+	}
+	t.Process = p
+	if p != nil {
+		d.Leader = p.ID()
+	}
+	if s, err = openScope(rec, d); err != nil {
+		if p != nil {
+			p.Close()
+		}
+		_, r := t.settle(res, err, true)
+		return t, nil, r, false
+	}
+	if s != nil {
+		t.Scope = s
+	}
+	if gone && s == nil {
+		res.Outcome, res.Reason = AlreadyExited, "it had exited before the stop"
+		return t, nil, res, false
+	}
+	return t, s, res, true
+}
+
+// openScope opens the scope a stop of rec's process reaches besides the process, or nil.
+func openScope(rec procid.Record, d scope.Desc) (*scope.Scope, error) {
+	switch d.Kind {
+	case scope.KindGroup:
+		if d.PGID != rec.PID {
+			return nil, nil // a group the process does not lead is not its scope
+		}
+	case scope.KindCgroup:
+	default:
+		return nil, nil
+	}
+	s, err := scope.Open(d)
+	if errors.Is(err, procid.ErrGone) {
+		return nil, nil
+	}
+	return s, err
+}

@@ -1,0 +1,79 @@
+//go:build linux || darwin
+
+package supervise
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
+	"golang.org/x/sys/unix"
+)
+
+// killWait bounds the wait for a cgroup to empty after cgroup.kill, before it is removed: the
+// kernel delivers the kill at once, but exiting a large process takes a while.
+const killWait = 2 * time.Second
+
+// coverCgroup covers a cgroup scope: it is opened now, before the owner's child exists, and the
+// descriptor held is what the sweep kills. On macOS, with no cgroups, the open fails and the line
+// is ignored like any line the supervisor cannot use.
+func (s *server) coverCgroup(path string) {
+	sc, err := scope.OpenCgroup(path)
+	switch {
+	case errors.Is(err, procid.ErrGone): // released and removed before the line was read
+		s.log.Debug("supervise: cgroup already gone", "cgroup", path)
+		return
+	case err != nil:
+		s.log.Warn("supervise: refused cgroup", "cgroup", path, "err", err)
+		return
+	}
+	s.dropCgroup(path)
+	s.cgroups[path] = sc
+}
+
+// dropCgroup stops covering a cgroup, leaving its processes alone.
+func (s *server) dropCgroup(path string) {
+	if sc, ok := s.cgroups[path]; ok {
+		sc.Release()
+		delete(s.cgroups, path)
+	}
+}
+
+// signalCgroups sends sig to every process in every covered cgroup.
+func (s *server) signalCgroups(sig unix.Signal) {
+	for path, sc := range s.cgroups {
+		if err := sc.Signal(sig); err != nil && !errors.Is(err, procid.ErrGone) {
+			s.log.Warn("supervise: signal failed", "cgroup", path, "signal", sig.String(), "err", err)
+		}
+	}
+}
+
+// awaitCgroups waits, until the deadline, for the covered cgroups to empty; it then kills the
+// rest with cgroup.kill, and removes every one once empty. The waits sleep on cgroup.events: the
+// kernel wakes them when a cgroup empties.
+func (s *server) awaitCgroups(deadline time.Time) {
+	if len(s.cgroups) == 0 {
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	for _, sc := range s.cgroups {
+		if sc.Wait(ctx) != nil {
+			break
+		}
+	}
+	s.signalCgroups(unix.SIGKILL)
+	kctx, kcancel := context.WithTimeout(context.Background(), killWait)
+	defer kcancel()
+	for path, sc := range s.cgroups {
+		if err := sc.Wait(kctx); err != nil {
+			s.log.Warn("supervise: cgroup not empty after cgroup.kill", "cgroup", path, "err", err)
+		}
+		if err := sc.Close(); err != nil {
+			s.log.Warn("supervise: remove cgroup", "cgroup", path, "err", err)
+		}
+		delete(s.cgroups, path)
+	}
+}

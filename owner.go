@@ -151,13 +151,14 @@ func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, inCgrou
 	}()
 	cg := scope.PreparedCgroup(cmd)
 	c.scope, err = scope.Attach(cmd)
+	if c.scope == nil {
+		o.uncoverPrepared(cg) // Attach killed the child and removed its cgroup
+	} else {
+		c.covered = inCgroup
+	}
 	if err = faultAt("attach", err); err != nil {
-		if c.scope == nil {
-			o.uncoverPrepared(cg) // Attach killed the child and removed its cgroup
-		}
 		return nil, err
 	}
-	c.covered = inCgroup
 	c.ID = c.scope.Leader()
 	c.proc, err = authority.FromOS(cmd.Process)
 	if err = faultAt("handle", err); err != nil {

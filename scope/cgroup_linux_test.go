@@ -52,7 +52,7 @@ func TestCgroupContainsSetsid(t *testing.T) {
 	ids := ready(t, p)
 	child, esc := ids[0], ids[1]
 	d := s.Desc()
-	if s.Kind() != scope.KindCgroup || d.Cgroup == "" || d.CgroupID == 0 || s.Leader() != child {
+	if s.Kind() != scope.KindCgroup || d.Cgroup == "" || d.CgroupID == 0 || s.Leader().PID != child.PID || s.Leader().Start != child.Start {
 		t.Fatalf("scope %v: %+v; want a cgroup led by %v", s, d, child)
 	}
 	for _, id := range ids {

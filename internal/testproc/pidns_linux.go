@@ -56,6 +56,14 @@ func ReusePIDWith[P any](pid int, prevStart uint64, start func() (P, int, error)
 		}
 		time.Sleep(time.Millisecond) // polls the clock; synchronises with no process
 	}
+	return ReusePIDNow(pid, start, discard)
+}
+
+// ReusePIDNow is [ReusePIDWith] without the wait for the clock: the process it returns may start
+// within the tick the PID's previous holder started in, and then has its start ticks too. A test
+// of that case repeats until it happens, and asserts the ticks it relies on.
+func ReusePIDNow[P any](pid int, start func() (P, int, error), discard func(P)) (P, error) {
+	var none P
 	for range 100 {
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
 			return none, err
@@ -79,4 +87,32 @@ func bootTicks() uint64 {
 		panic(err)
 	}
 	return uint64(ts.Nano()) / 1e7
+}
+
+// ReuseWithinTick makes a newcomer take a victim's PID within the clock tick the victim started
+// in, so that both have the same start ticks: the case only pidfs ids tell apart. Each try, victim
+// starts a process and returns its PID, its start tick and end, which ends and reaps it; end is
+// called, and then a process started with start is made to take the PID at once ([ReusePIDNow]).
+// When tick (which reads a PID's start tick) shows the newcomer started in another tick, it is
+// discarded and the next try starts a new victim. It returns the newcomer and the number of
+// tries; the caller asserts the tick equality it relies on itself.
+func ReuseWithinTick[P any](tries int, victim func() (pid int, tick uint64, end func(), err error),
+	start func() (P, int, error), discard func(P), tick func(pid int) (uint64, error)) (P, int, error) {
+	var none P
+	for try := 1; try <= tries; try++ {
+		pid, want, end, err := victim()
+		if err != nil {
+			return none, try, err
+		}
+		end()
+		p, err := ReusePIDNow(pid, start, discard)
+		if err != nil {
+			return none, try, err
+		}
+		if got, err := tick(pid); err == nil && got == want {
+			return p, try, nil
+		}
+		discard(p)
+	}
+	return none, tries, fmt.Errorf("no newcomer started within its victim's tick in %d tries", tries)
 }

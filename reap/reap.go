@@ -7,6 +7,8 @@ package reap
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -47,6 +49,7 @@ const (
 	TooYoung         = "too-young"        // no spawner recorded and younger than MinOrphanAge
 	SelfOrAncestor   = "self-or-ancestor" // the reaper, one of its ancestors, or init
 	KernelThread     = "kernel-thread"
+	OtherUser        = "other-user" // it runs as another user than the ledger's owner
 )
 
 // Decision is reap's verdict on one row.
@@ -59,8 +62,13 @@ type Decision struct {
 	row     *ledger.Row
 }
 
-// Decide judges every row. It reads each PID at most once, spreading the reads over the CPUs.
-func Decide(rows []ledger.Row) []Decision {
+// Decide judges every row, as rows of a ledger the caller owns. It reads each PID at most once,
+// spreading the reads over the CPUs.
+func Decide(rows []ledger.Row) []Decision { return decide(rows, os.Getuid()) }
+
+// decide is Decide for rows of a ledger owned by uid owner: a row to reap whose process runs as
+// another user is kept (OtherUser), since stopping it would be refused anyway.
+func decide(rows []ledger.Row, owner int) []Decision {
 	recs := make([]procid.Record, 0, 2*len(rows))
 	for _, r := range rows {
 		recs = append(recs, r.Record())
@@ -73,6 +81,9 @@ func Decide(rows []ledger.Row) []Decision {
 	for i := range rows {
 		r := &rows[i]
 		action, reason := j.decide(*r)
+		if action == Reap {
+			action, reason = ownedBy(r.PID, owner, action, reason)
+		}
 		out = append(out, Decision{PID: r.PID, Purpose: r.Purpose, Action: action, Reason: reason, row: r})
 	}
 	return out
@@ -103,13 +114,16 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 	if opts.Install != "" {
 		rows = slices.DeleteFunc(rows, func(r ledger.Row) bool { return r.Install != opts.Install })
 	}
-	ds := Decide(rows)
+	ds := decide(rows, *opts.Stop.Owner)
 	if opts.DryRun {
 		return ds, nil
 	}
 	var drop []ledger.Row
 	for i := range ds {
 		d := &ds[i]
+		if ctx.Err() != nil { // SIGINT or SIGTERM to the reaper: signal nothing more
+			return ds, errors.Join(fmt.Errorf("reap: %w", context.Cause(ctx)), l.Drop(context.WithoutCancel(ctx), drop))
+		}
 		switch d.Action {
 		case Reap:
 			res := stop.Recorded(ctx, d.row.Record(), d.row.ScopeDesc(), opts.Stop)
@@ -122,6 +136,22 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 		}
 	}
 	return ds, l.Drop(ctx, drop)
+}
+
+// ownedBy keeps a row to reap whose process does not run as owner alone: the stop would refuse
+// it ([authority.CheckOwner]), and a dry run must say what a reap would do.
+func ownedBy(pid, owner int, action Action, reason string) (Action, string) {
+	ids, err := procid.Owner(pid)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported): // Windows: no uids; OpenProcess decides
+	case errors.Is(err, procid.ErrGone):
+		return Gone, AlreadyExited
+	case err != nil:
+		return Keep, IdentityUnproven
+	case !ids.Only(owner):
+		return Keep, OtherUser
+	}
+	return action, reason
 }
 
 type judge struct {

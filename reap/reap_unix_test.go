@@ -42,12 +42,13 @@ func TestDecide(t *testing.T) {
 	boot := "another-boot"
 	otherBoot.BootID = &boot
 
-	tests := []struct {
+	type decideCase struct {
 		desc   string
 		row    ledger.Row
 		action reap.Action
 		reason string
-	}{
+	}
+	tests := []decideCase{
 		{"the reaper itself", row(t, self.PID, procid.Incarnation{}), reap.Keep, reap.SelfOrAncestor},
 		{"the reaper's parent", row(t, parent.PID, procid.Incarnation{}), reap.Keep, reap.SelfOrAncestor},
 		{"no spawner, parent alive", row(t, child.Process.Pid, procid.Incarnation{}), reap.Keep, reap.NotOrphaned},
@@ -55,6 +56,10 @@ func TestDecide(t *testing.T) {
 		{"no start recorded", noProof, reap.Keep, reap.IdentityUnproven},
 		{"another boot", otherBoot, reap.Gone, reap.OtherBoot},
 	}
+	if procid.KernelThread(2) { // kthreadd, where this PID namespace shows it
+		tests = append(tests, decideCase{"a kernel thread", row(t, 2, procid.Incarnation{}), reap.Keep, reap.KernelThread})
+	}
+	tests = append(tests, decideCase{"init", row(t, 1, procid.Incarnation{}), reap.Keep, reap.SelfOrAncestor})
 	for _, tc := range tests {
 		d := reap.Decide([]ledger.Row{tc.row})[0]
 		if d.Action != tc.action || d.Reason != tc.reason {

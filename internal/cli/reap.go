@@ -32,11 +32,13 @@ const reapHelp = `Stop what crashed sessions left behind, only with proof. A row
 Unknown anywhere means keep. A reap stops the row's scope as 'custody stop' does. Every row's
 decision is printed with its reason: reap (spawner-dead, orphaned), gone (already-exited, other-boot:
 the row is dropped), or keep (pid-reused, not-reapable, identity-unproven, spawner-alive,
-spawner-unknown, not-orphaned, too-young, self-or-ancestor, kernel-thread). Only rows of this install are considered unless --all.
+spawner-unknown, not-orphaned, too-young, self-or-ancestor, kernel-thread, other-user). Only
+rows of this install are considered unless --all.
 
-A row is a claim, not a licence: its process must run as the ledger's owner, and is never init
-or a kernel thread (kernel-thread); the ledger must be trusted (owned by you or root, writable by
-nobody else, no symbolic links), or nothing is signalled.
+A row is a claim, not a licence: its process must run as the ledger's owner (other-user), and is
+never init or a kernel thread (kernel-thread); the ledger must be trusted (owned by you or root,
+writable by nobody else, no symbolic links), or nothing is signalled. SIGINT or SIGTERM ends a
+reap at once: rows not yet stopped are left alone.
 
 EXIT STATUS
   0   every reaped row's outcome is exited or already-exited (or --dry-run)

@@ -142,6 +142,30 @@ func TestTrustAccepts(t *testing.T) {
 	}
 }
 
+// TestTrustLinks: a symbolic link on the way to the ledger's directory is refused when another
+// user owns it, and the directories it leads to are checked as well.
+func TestTrustLinks(t *testing.T) {
+	testproc.RequireRoot(t) // lchown to another uid
+	base := testproc.TempDir(t)
+	real := filepath.Join(base, "real")
+	must(t, os.Mkdir(real, 0o700))
+	theirs := filepath.Join(base, "theirs")
+	must(t, os.Symlink(real, theirs))
+	must(t, os.Lchown(theirs, stranger, stranger))
+	open := filepath.Join(base, "open") // writable by all, no sticky bit
+	must(t, os.Mkdir(open, 0o777))
+	must(t, os.Chmod(open, 0o777))
+	must(t, os.Mkdir(filepath.Join(open, "dir"), 0o700))
+	into := filepath.Join(base, "into")
+	must(t, os.Symlink(filepath.Join(open, "dir"), into))
+	for link, refused := range map[string]string{theirs: theirs, into: open} {
+		err := ledger.Open(filepath.Join(link, "spawn-ledger.json")).Trust()
+		if te, ok := errors.AsType[*ledger.TrustError](err); !ok || te.Path != refused {
+			t.Errorf("through %s: %v; want %s refused", link, err, refused)
+		}
+	}
+}
+
 // TestSizeCap: a ledger above MaxSize (a sparse 3 GB file: no disk used) is refused with
 // ErrTooLarge before it is read, by readers and writers alike, and stays as it was.
 func TestSizeCap(t *testing.T) {

@@ -243,10 +243,14 @@ func TestOtherUsersProcess(t *testing.T) {
 	})
 }
 
-// TestProtected: a row naming init, the caller or its parent is no-authority, whatever its
-// identity proves, and nothing is signalled.
+// TestProtected: a row naming init, the caller, its parent or a kernel thread is no-authority,
+// whatever its identity proves, and nothing is signalled.
 func TestProtected(t *testing.T) {
-	for _, pid := range []int{1, os.Getpid(), os.Getppid()} {
+	pids := []int{1, os.Getpid(), os.Getppid()}
+	if procid.KernelThread(2) { // kthreadd, where this PID namespace shows it
+		pids = append(pids, 2)
+	}
+	for _, pid := range pids {
 		inc, err := procid.Read(pid)
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,6 +33,19 @@ const nobody = 65534
 func init() {
 	// custody-as-nobody is the command line run by uid 65534. It drops root's ids itself: the test
 	// binary lies in a directory only root may enter, so it cannot be started as another user.
+	// catch-term reports each SIGTERM on stdout and lives on.
+	testproc.Register("catch-term", func([]string) int {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		fmt.Println("ready")
+		go func() {
+			for range c {
+				fmt.Println("term")
+			}
+		}()
+		bufio.NewScanner(os.Stdin).Scan()
+		return 0
+	})
 	testproc.Register("custody-as-nobody", func([]string) int {
 		if err := errors.Join(syscall.Setgroups(nil), syscall.Setgid(nobody), syscall.Setuid(nobody)); err != nil {
 			fmt.Fprintln(os.Stderr, "cannot drop privileges:", err)
@@ -151,9 +166,11 @@ func TestOtherUsersProcess(t *testing.T) {
 	if len(out) != 1 || out[0].Outcome != "no-authority" || !strings.Contains(out[0].Reason, "uid 65534") || r.code != 3 {
 		t.Errorf("stop: %+v, exit %d; want no-authority naming uid 65534, exit 3", out, r.code)
 	}
-	ds, r := reapJSON(t, led, "--all")
-	if d := ds[theirs.Process.Pid]; d.Result == nil || d.Result.Outcome != "no-authority" || r.code != 3 {
-		t.Errorf("reap: %+v, exit %d; want no-authority, exit 3", d, r.code)
+	for _, flags := range [][]string{{"--all", "--dry-run"}, {"--all"}} {
+		ds, r := reapJSON(t, led, flags...)
+		if d := ds[theirs.Process.Pid]; d.Action != "keep" || d.Reason != "other-user" || d.Result != nil || r.code != 0 {
+			t.Errorf("reap %v: %+v, exit %d; want keep other-user, exit 0", flags, d, r.code)
+		}
 	}
 	if !alive(t, theirs.Process.Pid) {
 		t.Fatalf("the ordinary user's process was signalled")
@@ -345,5 +362,42 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReapEndsOnSIGTERM: SIGTERM to a reap in the middle of one stop ends it at once: the row
+// being stopped reports timed-out, the next row's process is not signalled, and the exit says
+// that something was (3).
+func TestReapEndsOnSIGTERM(t *testing.T) {
+	led := ledgerPath(t)
+	first := reaped(t, testproc.Helper(t, "catch-term"))
+	first.Expect("ready", 10*time.Second)
+	second := reaped(t, exec.Command("cat"))
+	for _, p := range []*testproc.Proc{first, second} {
+		s := registerVia(t, led, p.Process.Pid)
+		s.Process.Kill()
+		s.Wait()
+	}
+	cmd := testproc.Helper(t, "custody", "--ledger", led, "reap", "--all", "--json", "--grace", "1m")
+	var out strings.Builder
+	cmd.Stdout = &out
+	must(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	first.Expect("term", 30*time.Second) // the reap is in the first stop's grace
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	var err error
+	select {
+	case err = <-done:
+		done <- err // for the cleanup
+	case <-time.After(30 * time.Second): // a hang guard: the grace is a minute
+		t.Fatal("reap did not end on SIGTERM")
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 3 {
+		t.Errorf("reap after SIGTERM: %v; want exit 3 (stdout %q)", err, out.String())
+	}
+	if !alive(t, second.Process.Pid) {
+		t.Errorf("the second row's process was signalled after the SIGTERM")
 	}
 }

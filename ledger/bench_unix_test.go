@@ -5,6 +5,7 @@ package ledger_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -111,4 +112,28 @@ func BenchmarkVerifiedRead(b *testing.B) {
 	if floor > 0 {
 		fmt.Printf("verified read / stat floor = %.2f\n", float64(verified)/float64(floor))
 	}
+}
+
+// BenchmarkTrust is the check every read and write makes first (Ledger.Trust): lstat of each
+// directory from the root down and of the ledger and its lock. Beside it, the floor: one lstat.
+func BenchmarkTrust(b *testing.B) {
+	l, inc := liveLedger(b, 0)
+	self, _ := procid.Self()
+	if _, err := l.Add(context.Background(), ledger.NewRow(inc, self)); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("trust", func(b *testing.B) {
+		for b.Loop() {
+			if err := l.Trust(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("lstat-floor", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.Lstat(l.Path()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -30,20 +30,47 @@ type Child struct {
 
 	done    chan struct{} // closed when the leader has been reaped
 	waitErr error
+	adopted chan struct{} // closed when Start has returned; ok says whether it returned c
+	ok      bool
 
-	releaseMu sync.Mutex
-	released  bool
+	releaseMu  sync.Mutex // guards released, releaseErr and users
+	released   bool
+	releaseErr error
+	users      int // Stops in progress: the handles Release would close are in use
 }
 
 // reap waits for the leader: its exit status is kept for [Child.Wait], and the zombie does not
 // linger. After it the PID may be recycled; the scope re-proves its identity from then on.
+//
+// Then, if the scope is empty, it releases the child: an owner that waits for its children and
+// never calls Release would otherwise keep a registration, a ledger row and the supervisor's
+// descriptor for every child it ever started. A scope with members left stays covered until
+// [Child.Stop] or [Child.Release].
 func (c *Child) reap() {
 	c.waitErr = c.Cmd.Wait()
 	close(c.done)
+	<-c.adopted // a failed start undoes its own work
+	if c.ok {
+		c.settle()
+	}
+}
+
+// settle releases the child once its scope is empty, unless a Stop is using its handles: that
+// Stop releases it when it ends.
+func (c *Child) settle() {
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
+	if c.users > 0 || c.released {
+		return
+	}
+	if empty, err := c.scope.Empty(); err == nil && empty {
+		c.releaseLocked(context.Background())
+	}
 }
 
 // Wait waits for the child (the scope's leader) to exit and returns what [exec.Cmd.Wait] did.
-// Other members of its scope may still run: [Child.Stop] ends them.
+// Other members of its scope may still run: [Child.Stop] ends them. When none did, the child is
+// released by itself soon after (see [Child.Release]).
 func (c *Child) Wait() error {
 	<-c.done
 	return c.waitErr
@@ -60,7 +87,11 @@ func (c *Child) Signal(sig os.Signal) error { return c.scope.Signal(sig) }
 // scope, the grace, SIGKILL, and an outcome that reports only what was observed. When every
 // member has exited, the child is released (see [Child.Release]); otherwise it stays covered.
 func (c *Child) Stop(ctx context.Context, opts stop.Options) stop.Result {
+	if !c.use() { // released: it exited, and its scope was seen empty
+		return stop.Result{PID: c.ID.PID, Outcome: stop.AlreadyExited}
+	}
 	res := stop.Stop(ctx, stop.Target{PID: c.ID.PID, Process: c.proc, Scope: c.scope}, opts)
+	c.unuse()
 	if res.OK() {
 		<-c.done // the leader has exited; its reaper is about to finish
 		if err := c.Release(ctx); err != nil && res.Reason == "" {
@@ -72,27 +103,55 @@ func (c *Child) Stop(ctx context.Context, opts stop.Options) stop.Result {
 
 // Release ends custody of a child whose scope is empty: the supervisor stops covering it, its
 // ledger row is dropped and its handles are closed. It refuses while any member of the scope
-// still runs, because an uncovered survivor would outlive the owner.
+// still runs, because an uncovered survivor would outlive the owner. A child whose exit left its
+// scope empty is released by itself once reaped; Release then returns what that release did.
 func (c *Child) Release(ctx context.Context) error {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
+	return c.releaseLocked(ctx)
+}
+
+// errOccupied says why a child cannot be released yet: its leader or a member of its scope runs.
+var errOccupied = errors.New("its scope is not empty")
+
+func (c *Child) releaseLocked(ctx context.Context) error {
 	if c.released {
-		return nil
+		return c.releaseErr
 	}
 	select {
 	case <-c.done:
 	default:
-		return fmt.Errorf("custody: release pid %d: it is still running", c.ID.PID)
+		return fmt.Errorf("custody: release pid %d: it is still running: %w", c.ID.PID, errOccupied)
 	}
 	if empty, err := c.scope.Empty(); err != nil || !empty {
-		return fmt.Errorf("custody: release pid %d: its %v still has members (%v)", c.ID.PID, c.scope, err)
+		if err == nil {
+			err = errOccupied
+		}
+		return fmt.Errorf("custody: release pid %d: %v: %w", c.ID.PID, c.scope, err)
 	}
 	c.released = true
 	err := errors.Join(c.owner.uncover(c.scope), c.dropRow(ctx), c.proc.Close(), c.scope.Close())
 	if err != nil {
-		return fmt.Errorf("custody: release pid %d: %w", c.ID.PID, err)
+		c.releaseErr = fmt.Errorf("custody: release pid %d: %w", c.ID.PID, err)
 	}
-	return nil
+	return c.releaseErr
+}
+
+// use marks the child's handles in use by a Stop, unless it was released; unuse ends that.
+func (c *Child) use() bool {
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
+	if c.released {
+		return false
+	}
+	c.users++
+	return true
+}
+
+func (c *Child) unuse() {
+	c.releaseMu.Lock()
+	c.users--
+	c.releaseMu.Unlock()
 }
 
 func (c *Child) dropRow(ctx context.Context) error {

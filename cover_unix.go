@@ -8,8 +8,10 @@ import (
 )
 
 // warm starts the supervisor before the child, so that covering a process-group child right after
-// its start is one write to a pipe: the window in which the owner's death would orphan it stays as
-// short as a system call. A cgroup child has no window: its cgroup is covered before it exists.
+// its start costs one write to a pipe. The window in which the owner's death would orphan such a
+// child is longer than that write: it runs from the fork through the exec and the read of the
+// child's identity to the write. A cgroup child has no window: its cgroup is covered before it
+// exists.
 func (o *Owner) warm() error { return o.Supervisor.Start() }
 
 // coverPrepared covers the cgroup scope.Prepare made for cmd's child, before the child exists.

@@ -65,9 +65,18 @@ func helperWorker(args []string) int {
 }
 
 // helperOwner starts two owned workers (the first with a grandchild in its group), prints
-// "child <pid>" for every process and "supervisor <pid>", then blocks until it is killed.
+// "child <pid>" for every process and "supervisor <pid>", then blocks until it is killed. Each
+// change of coverage prints "lost <why>", or "covered <supervisor pid>" when it comes back.
 func helperOwner(args []string) int {
-	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
+	sup := &supervise.Client{Grace: time.Second}
+	sup.Notify = func(lost error) {
+		if lost != nil {
+			fmt.Println("lost", lost)
+		} else {
+			fmt.Println("covered", sup.PID())
+		}
+	}
+	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: sup}
 	for _, extra := range []string{"grandchild", ""} {
 		cmd := exec.Command(os.Args[0], extra)
 		cmd.Env = append(os.Environ(), testproc.Env("worker"))
@@ -166,7 +175,11 @@ func TestStart(t *testing.T) {
 
 // TestOwnerKilled: three generations; the test SIGKILLs the owner, and every covered process is
 // gone within the grace plus a second, as is the supervisor.
-func TestOwnerKilled(t *testing.T) {
+func TestOwnerKilled(t *testing.T) { ownerKilled(t, nil) }
+
+// ownerKilled runs TestOwnerKilled; before the owner's death, killSupervisor (when not nil) is
+// given the owner's supervisor, and the one that replaced it each time it returns true.
+func ownerKilled(t *testing.T, killSupervisor func(sup procid.ID, owner *testproc.Proc) (procid.ID, bool)) {
 	led := ledgerPath(t)
 	cmd := testproc.Helper(t, "owner", led)
 	// The workers' lifeline is a pipe the test holds until it ends: the owner's stdin closes
@@ -179,32 +192,46 @@ func TestOwnerKilled(t *testing.T) {
 	t.Cleanup(func() { w.Close() })
 	owner := testproc.Start(t, cmd)
 	r.Close()
-	var pids []int
-	var sup int
-	for sup == 0 {
+	var ids []procid.ID
+	var sup procid.ID
+	for sup.PID == 0 {
 		f := owner.Expect("", 20*time.Second)
 		switch f[0] {
 		case "child":
-			pids = append(pids, atoi(f[1]))
+			ids = append(ids, incarnation(t, atoi(f[1])))
 		case "supervisor":
-			sup = atoi(f[1])
+			sup = incarnation(t, atoi(f[1]))
 		case "error":
 			t.Fatal(f)
 		}
 	}
-	if len(pids) != 3 {
-		t.Fatalf("owner reported %v", pids)
+	if len(ids) != 3 {
+		t.Fatalf("owner reported %v", ids)
+	}
+	for more := killSupervisor != nil; more; {
+		sup, more = killSupervisor(sup, owner)
 	}
 	owner.Process.Signal(syscall.SIGKILL)
 	owner.Wait()
-	testproc.WaitFor(t, 2*time.Second, func() error {
-		for _, pid := range append(pids, sup) {
-			if _, err := procid.Read(pid); !errors.Is(err, procid.ErrGone) {
-				return fmt.Errorf("pid %d still runs (%v)", pid, err)
+	testproc.WaitFor(t, 5*time.Second, func() error { // grace 1s; a loaded machine takes longer
+		for _, id := range append(ids, sup) {
+			if err := id.Verify(); err == nil {
+				return fmt.Errorf("%v still runs", id)
 			}
 		}
 		return nil
 	})
+}
+
+// incarnation reads the incarnation of a process the test's helpers started, failing the test if
+// it is gone already.
+func incarnation(t *testing.T, pid int) procid.ID {
+	t.Helper()
+	inc, err := procid.Read(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inc.ID
 }
 
 // TestSlotBarrier: a generation that takes longer to exit than the stop deadline fences the slot;

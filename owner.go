@@ -142,12 +142,14 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 // that the child was born in a cgroup already covered.
 func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, inCgroup bool, purpose string, opts StartOptions) (_ *Child, err error) {
 	// Not a named result: "return nil, err" would zero it before the deferred abort reads it.
-	c := &Child{Cmd: cmd, owner: o, done: make(chan struct{})}
+	c := &Child{Cmd: cmd, owner: o, done: make(chan struct{}), adopted: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			c.abort()
 			w.abort()
 		}
+		c.ok = err == nil
+		close(c.adopted)
 	}()
 	cg := scope.PreparedCgroup(cmd)
 	c.scope, err = scope.Attach(cmd)

@@ -46,7 +46,9 @@ type Slot struct {
 }
 
 // Replace stops the current generation, if any, and starts cmd as the next one. It returns the new
-// child, or an error wrapping [ErrFenced] when the previous generation's exit is unproven.
+// child, or an error wrapping [ErrFenced] when the previous generation's exit is unproven, or the
+// error of releasing a fenced generation seen gone since (the fence is then down, and the next
+// Replace goes ahead).
 func (s *Slot) Replace(ctx context.Context, cmd *exec.Cmd) (*Child, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -71,18 +73,25 @@ func (s *Slot) Replace(ctx context.Context, cmd *exec.Cmd) (*Child, error) {
 }
 
 // unfenceLocked clears the fence once the fenced generation is seen gone: its leader reaped and
-// its scope empty. It then releases it.
+// its scope empty. It then releases it, and returns the release's error, if any, with the fence
+// down: the next call goes ahead.
 func (s *Slot) unfenceLocked(ctx context.Context) error {
 	if s.fenced == nil {
 		return nil
 	}
 	select {
 	case <-s.fenced.Done():
-		if empty, err := s.fenced.scope.Empty(); err == nil && empty {
-			s.fenced.Release(ctx)
-			s.fenced = nil
-			return nil
+		err := s.fenced.Release(ctx)
+		if errors.Is(err, errOccupied) {
+			break // a member of its scope still runs
 		}
+		// Its exit is proven: the fence is down, even when the release failed, which is said.
+		pid := s.fenced.ID.PID
+		s.fenced = nil
+		if err != nil {
+			return fmt.Errorf("custody: slot: generation %d (pid %d) exited, but: %w", s.gen, pid, err)
+		}
+		return nil
 	default:
 	}
 	return s.fencedErrLocked()

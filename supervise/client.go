@@ -15,13 +15,19 @@ const (
 	DefaultIdleGrace = 5 * time.Second
 	// DefaultStartTimeout is how long a [Client] waits for a new supervisor to be ready.
 	DefaultStartTimeout = 5 * time.Second
-	// youngAge is the age under which a supervisor's death counts as dying young: two in a row
-	// stop the restarts, so that a supervisor that cannot run is not restarted in a loop.
-	youngAge = time.Second
+	// youngAge is the age under which a supervisor's death counts as dying young: each young
+	// death in a row doubles the wait before the next restart, from restartMin up to restartMax,
+	// so that a supervisor that cannot run is retried at a bounded rate, never in a tight loop.
+	youngAge   = time.Second
+	restartMin = 100 * time.Millisecond
+	restartMax = 5 * time.Second
 )
 
-// UnknownStart as [Group.Start] says the leader's start is not known: the supervisor then binds
-// the group to whichever process leads it when the registration arrives.
+// UnknownStart as [Group.Start] says the leader's start is not known. The protocol accepts it
+// from other programs (the supervisor then binds the group to whichever process leads it when
+// the registration arrives), but a [Client] refuses it: it replays its set to every new
+// supervisor, and a replayed registration without an identity would bind to whatever process
+// holds the PID by then.
 const UnknownStart = 0
 
 // Group names a process group to cover, by its leader.
@@ -32,7 +38,7 @@ type Group struct {
 	// PGID is the process group.
 	PGID int
 	// Start is the leader's start in the OS-native unit of package procid (procid.ID.Start:
-	// Linux start ticks, macOS microseconds since the epoch), or [UnknownStart].
+	// Linux start ticks, macOS microseconds since the epoch); [UnknownStart] is refused.
 	Start uint64
 	// PidfdID is the leader's pidfs id (procid.ID.PidfdID, Linux 6.9+), or 0 when not known.
 	// With it the supervisor tells the leader from a process that took its PID within the tick
@@ -46,7 +52,7 @@ var (
 	// ErrClosed is returned by a [Client] used after [Client.Close].
 	ErrClosed = errors.New("supervise: client closed")
 	// ErrRefused reports a group that must never be covered: an id ≤ 1, a PID that is not the
-	// group's leader, or the owner's own group.
+	// group's leader, the owner's own group, or a leader whose start is not known.
 	ErrRefused = errors.New("supervise: refused target")
 	// ErrNoInit reports a process started as a supervisor by a [Client] (with $EnvSupervisor set)
 	// whose main did not call [Init], and so ran the program instead. It refuses to start a
@@ -56,9 +62,10 @@ var (
 
 // Client is an owner's side of the supervisor: it starts the supervisor process at the first
 // registration, writes the protocol, keeps the covered set, and
-//   - reaps the supervisor (no zombie) and, if it dies while groups are covered, starts a new one
-//     and replays the whole set; a supervisor that dies within a second of its start twice in a
-//     row is not restarted again, and [Client.Err] (and every later Register) reports why;
+//   - reaps the supervisor (no zombie) and, if it dies while groups are covered, reports the loss
+//     (Notify, Logger, [Client.Err]), starts a new one and replays the whole set; after a death
+//     within a second of its start the restart waits, 100 ms doubling up to 5 s for each such
+//     death in a row, and is retried at that pace until a supervisor runs again;
 //   - releases a supervisor that has covered nothing for IdleGrace, and starts one again at the
 //     next registration.
 //
@@ -96,6 +103,11 @@ type Client struct {
 	// Logger receives the client's own events: supervisor deaths, restarts, failures. Nil
 	// discards.
 	Logger *slog.Logger
+	// Notify, when set, is told of every change of coverage, in order and never under the
+	// client's lock: with an error each time the covered set loses its supervisor (the groups
+	// are not covered until a new one runs), and with nil each time a new supervisor covers the
+	// set again. custody run prints them.
+	Notify func(lost error)
 
 	mu      sync.Mutex
 	groups  map[int]Group   // the covered set, replayed to every new supervisor
@@ -104,10 +116,14 @@ type Client struct {
 	idle    *time.Timer     // the pending release of an idle supervisor
 	idleGen int             // invalidates an idle timer that fired while the set changed
 	young   int             // consecutive supervisor deaths within youngAge of their start
-	err     error           // sticky: restarts stopped, the covered set is not covered
+	retry   *time.Timer     // the pending restart after a loss
+	err     error           // the loss in progress: the covered set is not covered; nil once it is
 	closed  bool
 	buf     []byte         // replay scratch
 	waiters sync.WaitGroup // one per supervisor not yet reaped
+
+	notes     []error // changes of coverage not yet given to Notify
+	notifying bool    // a goroutine is giving them
 }
 
 // proc is one supervisor process.
@@ -133,6 +149,7 @@ func (c *Client) Start() error {
 		return fmt.Errorf("supervise: %w", err)
 	}
 	if c.emptyLocked() {
+		c.endLossLocked()
 		c.armIdleLocked()
 	}
 	return nil
@@ -154,6 +171,9 @@ func (c *Client) Register(g Group) error {
 	}
 	if own := ownGroup(); g.PGID == own {
 		return fmt.Errorf("supervise: register %d: the owner's own group: %w", g.PGID, ErrRefused)
+	}
+	if g.Start == UnknownStart {
+		return fmt.Errorf("supervise: register %d: the leader's start is not known: %w", g.PGID, ErrRefused)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -231,13 +251,22 @@ func (c *Client) UnregisterCgroup(path string) error {
 		}
 	}
 	if c.emptyLocked() {
+		c.endLossLocked()
 		c.armIdleLocked()
 	}
 	return nil
 }
 
 // emptyLocked reports whether nothing is covered.
-func (c *Client) emptyLocked() bool { return len(c.groups) == 0 && len(c.cgroups) == 0 }
+func (c *Client) emptyLocked() bool { return c.coveredLocked() == 0 }
+
+func (c *Client) coveredLocked() int { return len(c.groups) + len(c.cgroups) }
+
+// endLossLocked ends a loss in progress because nothing is left to cover.
+func (c *Client) endLossLocked() {
+	c.err = nil
+	c.stopRetryLocked()
+}
 
 // Unregister stops covering a group; the owner's death no longer reaches it. Unregistering a
 // group that is not covered does nothing. When the set becomes empty, the supervisor is released
@@ -258,6 +287,7 @@ func (c *Client) Unregister(pgid int) error {
 		}
 	}
 	if c.emptyLocked() {
+		c.endLossLocked()
 		c.armIdleLocked()
 	}
 	return nil
@@ -272,6 +302,7 @@ func (c *Client) Close() error {
 	if !c.closed {
 		c.closed = true
 		c.stopIdleLocked()
+		c.stopRetryLocked()
 		c.releaseLocked()
 	}
 	c.mu.Unlock()
@@ -290,19 +321,26 @@ func (c *Client) PID() int {
 	return c.sup.cmd.Process.Pid
 }
 
-// Err reports why the covered set is not covered (the supervisor could not be restarted, or died
-// young twice in a row), or nil. The error is sticky: Register returns it too.
+// Err reports why the covered set is not covered now (its supervisor died and no new one runs
+// yet), or nil.
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
 }
 
+// Covered returns how many groups and cgroups are covered: registered and not unregistered.
+func (c *Client) Covered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.coveredLocked()
+}
+
 func (c *Client) usableLocked() error {
 	if c.closed {
 		return ErrClosed
 	}
-	return c.err
+	return nil
 }
 
 // sendLocked writes a line to the supervisor. With none running it starts one, which replays the
@@ -338,11 +376,13 @@ func (c *Client) startLocked() error {
 		buf = cgroupLine(buf, "cgroup", path)
 	}
 	c.buf = buf[:0]
-	if len(buf) == 0 {
-		return nil
+	if len(buf) > 0 {
+		if _, err := p.w.Write(buf); err != nil {
+			return c.lostLocked(p, err)
+		}
 	}
-	if _, err := p.w.Write(buf); err != nil {
-		return c.lostLocked(p, err)
+	if c.err != nil && !c.emptyLocked() {
+		c.restoredLocked()
 	}
 	return nil
 }
@@ -363,16 +403,14 @@ func (c *Client) wait(p *proc) {
 	if err == nil {
 		err = errors.New("exited")
 	}
-	c.logger().Warn("supervise: supervisor died", "pid", p.cmd.Process.Pid, "err", err, "covered", len(c.groups))
-	if err := c.lostLocked(p, err); err != nil {
-		c.logger().Error("supervise: covered groups are unsupervised", "err", err)
-	}
+	c.lostLocked(p, err)
 }
 
 // lostLocked handles the loss of the current supervisor p, seen by its waiter or by a failed
 // write: it kills what may be left of it (we still hold its handle, so the signal reaches that
-// process and no other) and, when groups are covered, starts a new one and replays the set,
-// unless it died young twice in a row.
+// process and no other) and, when groups are covered, reports the loss and starts a new one,
+// which replays the set: at once after a supervisor that lived, after a wait (see restartMin)
+// after one that died young. It returns nil when the set is covered again, else the loss.
 func (c *Client) lostLocked(p *proc, why error) error {
 	c.sup = nil
 	p.w.Close()
@@ -385,19 +423,94 @@ func (c *Client) lostLocked(p *proc, why error) error {
 	} else {
 		c.young = 0
 	}
-	if c.young >= 2 {
-		err := fmt.Errorf("supervisor died within %v of its start twice in a row, not restarted: %w", youngAge, why)
-		c.err = fmt.Errorf("supervise: %w", err)
-		return err
+	loss := fmt.Errorf("supervise: supervisor pid %d lost (%w): %d covered scopes are not covered until a new one runs",
+		p.cmd.Process.Pid, why, c.coveredLocked())
+	c.logger().Warn("supervise: supervisor lost", "pid", p.cmd.Process.Pid, "err", why, "covered", c.coveredLocked())
+	if c.err == nil {
+		c.err = loss
+		c.notifyLocked(loss)
 	}
-	if err := c.startLocked(); err != nil {
-		if c.err == nil {
-			c.err = fmt.Errorf("supervise: restart supervisor: %w", err)
+	if c.young == 0 {
+		if err := c.startLocked(); err == nil {
+			return nil
+		} else if c.sup == nil {
+			c.retryLocked(err)
 		}
-		return err
+		return c.err
 	}
-	c.logger().Info("supervise: supervisor restarted", "pid", c.sup.cmd.Process.Pid, "covered", len(c.groups))
-	return nil
+	c.retryLocked(why)
+	return c.err
+}
+
+// retryLocked schedules the next restart after a young death or a failed start: restartMin,
+// doubled for each young death in a row, at most restartMax.
+func (c *Client) retryLocked(why error) {
+	if c.retry != nil {
+		return
+	}
+	d := restartMax
+	if c.young < 8 {
+		d = min(restartMin<<max(c.young-1, 0), restartMax)
+	}
+	c.logger().Info("supervise: restart supervisor", "in", d, "after", why)
+	c.retry = time.AfterFunc(d, c.restart)
+}
+
+// restart is the retry timer's: it starts a supervisor if the covered set still has none.
+func (c *Client) restart() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retry = nil
+	if c.sup != nil || c.closed || c.emptyLocked() {
+		return
+	}
+	if err := c.startLocked(); err != nil && c.sup == nil {
+		c.young++
+		c.retryLocked(err)
+	}
+}
+
+// restoredLocked ends a loss: a new supervisor covers the set.
+func (c *Client) restoredLocked() {
+	c.err = nil
+	c.stopRetryLocked()
+	c.logger().Info("supervise: supervisor restarted", "pid", c.sup.cmd.Process.Pid, "covered", c.coveredLocked())
+	c.notifyLocked(nil)
+}
+
+func (c *Client) stopRetryLocked() {
+	if c.retry != nil {
+		c.retry.Stop()
+		c.retry = nil
+	}
+}
+
+// notifyLocked queues a change of coverage for Notify, which one goroutine calls, in order and
+// without the lock: a Notify that calls back into the client (Err, Covered) must not deadlock.
+func (c *Client) notifyLocked(lost error) {
+	if c.Notify == nil {
+		return
+	}
+	c.notes = append(c.notes, lost)
+	if !c.notifying {
+		c.notifying = true
+		go c.deliver()
+	}
+}
+
+func (c *Client) deliver() {
+	for {
+		c.mu.Lock()
+		if len(c.notes) == 0 {
+			c.notifying = false
+			c.mu.Unlock()
+			return
+		}
+		lost := c.notes[0]
+		c.notes = c.notes[1:]
+		c.mu.Unlock()
+		c.Notify(lost)
+	}
 }
 
 // armIdleLocked schedules the release of the current supervisor, which covers nothing.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -191,8 +192,9 @@ wait
 	settle(t, append(ids, sup)...)
 }
 
-// TestClientYoungDeaths: a supervisor that dies right after its start is restarted once, not in a
-// loop; the client then reports why.
+// TestClientYoungDeaths: a supervisor that dies right after its start is restarted with a
+// growing wait, never in a tight loop, and never given up on; the client reports the loss once,
+// and coverage comes back at the first supervisor that lives.
 func TestClientYoungDeaths(t *testing.T) {
 	life := newLifeline(t)
 	g := startGroup(t, life)
@@ -200,25 +202,62 @@ func TestClientYoungDeaths(t *testing.T) {
 	testproc.Setenv(t, "die-young")
 	t.Setenv("DIE_YOUNG_LOG", starts)
 	exe, _ := os.Executable()
-	c := &supervise.Client{Command: []string{exe}}
+	var mu sync.Mutex
+	var notes []error
+	c := &supervise.Client{Command: []string{exe}, Notify: func(err error) {
+		mu.Lock()
+		notes = append(notes, err)
+		mu.Unlock()
+	}}
 	defer c.Close()
-	c.Register(supervise.Group{PGID: g.pgid(), Start: g.leader().Start})
-	testproc.WaitFor(t, 10*time.Second, func() error {
-		if c.Err() == nil {
-			return errors.New("no error reported")
+	begin := time.Now()
+	if err := c.Register(supervise.Group{PGID: g.pgid(), Start: g.leader().Start}); err != nil {
+		t.Logf("register: %v", err) // the first supervisor may die before the replay is written
+	}
+	count := func() int { b, _ := os.ReadFile(starts); return strings.Count(string(b), "\n") }
+	testproc.WaitFor(t, 20*time.Second, func() error {
+		if n := count(); n < 5 {
+			return fmt.Errorf("%d starts", n)
 		}
 		return nil
 	})
-	t.Logf("reported: %v", c.Err())
-	b, _ := os.ReadFile(starts)
-	if n := strings.Count(string(b), "\n"); n != 2 {
-		t.Errorf("supervisor started %d times, want 2", n)
+	// Four waits after young deaths, 100 ms doubling: at least 1.5 s, however loaded the machine.
+	if d := time.Since(begin); d < 1500*time.Millisecond {
+		t.Errorf("5 starts within %v: restarted without the growing wait", d)
 	}
-	if err := c.Register(supervise.Group{PGID: g.pgid()}); err == nil {
-		t.Errorf("Register after the restarts stopped returned nil")
+	// Each supervisor covers the set from its replay to its death: losses and recoveries alternate.
+	alternate := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		for i, err := range notes {
+			if (i%2 == 0) != (err != nil) {
+				return fmt.Errorf("notified %v: not a loss, then nil, in turn", notes)
+			}
+		}
+		if len(notes) < 7 {
+			return fmt.Errorf("notified %v: want a loss at every death", notes)
+		}
+		return nil
 	}
-	if pid := c.PID(); pid != 0 {
-		t.Errorf("PID() = %d after the restarts stopped", pid)
+	testproc.WaitFor(t, 5*time.Second, alternate)
+	// A supervisor that lives ends the loss.
+	testproc.Setenv(t, "supervise-cli")
+	testproc.WaitFor(t, 20*time.Second, func() error {
+		if err := c.Err(); err != nil {
+			return err
+		}
+		return nil
+	})
+	testproc.WaitFor(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(notes)%2 != 0 {
+			return fmt.Errorf("notified %v: the last loss never ended", notes)
+		}
+		return nil
+	})
+	if err := alternate(); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -254,7 +293,7 @@ func TestClientCommand(t *testing.T) {
 	if !alive(released.leader()) {
 		t.Errorf("unregistered group was stopped")
 	}
-	if err := c.Register(supervise.Group{PGID: released.pgid()}); !errors.Is(err, supervise.ErrClosed) {
+	if err := c.Register(supervise.Group{PGID: released.pgid(), Start: released.leader().Start}); !errors.Is(err, supervise.ErrClosed) {
 		t.Errorf("Register after Close: %v, want ErrClosed", err)
 	}
 }
@@ -274,7 +313,7 @@ func TestClientStartFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &supervise.Client{Command: tc.command, StartTimeout: 300 * time.Millisecond}
 			defer c.Close()
-			err := c.Register(supervise.Group{PGID: g.pgid()})
+			err := c.Register(supervise.Group{PGID: g.pgid(), Start: g.leader().Start})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Register: %v, want an error containing %q", err, tc.want)
 			}
@@ -291,7 +330,7 @@ func TestClientNoInit(t *testing.T) {
 	t.Setenv(supervise.EnvSupervisor, "1") // as if this were a re-executed copy that skipped Init
 	c := &supervise.Client{}
 	defer c.Close()
-	if err := c.Register(supervise.Group{PGID: g.pgid()}); !errors.Is(err, supervise.ErrNoInit) {
+	if err := c.Register(supervise.Group{PGID: g.pgid(), Start: g.leader().Start}); !errors.Is(err, supervise.ErrNoInit) {
 		t.Fatalf("Register: %v, want ErrNoInit", err)
 	}
 }
@@ -300,7 +339,9 @@ func TestClientRefuses(t *testing.T) {
 	c := &supervise.Client{}
 	defer c.Close()
 	for _, g := range []supervise.Group{
-		{PGID: 0}, {PGID: 1}, {PGID: -5}, {PID: 7, PGID: 8}, {PGID: syscall.Getpgrp()},
+		{PGID: 0, Start: 9}, {PGID: 1, Start: 9}, {PGID: -5, Start: 9}, {PID: 7, PGID: 8, Start: 9},
+		{PGID: syscall.Getpgrp(), Start: 9},
+		{PGID: 4242}, // no proven identity: a replay would bind to whoever holds the PID then
 	} {
 		if err := c.Register(g); !errors.Is(err, supervise.ErrRefused) {
 			t.Errorf("Register(%+v): %v, want ErrRefused", g, err)

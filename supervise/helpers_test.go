@@ -258,7 +258,7 @@ func poll(cond func() bool) error {
 	return nil
 }
 
-// helperDieYoung is a supervisor that signals readiness and dies at once. It appends its PID to
+// helperDieYoung is a supervisor that signals readiness and dies after its first line. It appends its PID to
 // the file $DIE_YOUNG_LOG so the test can count the starts.
 func helperDieYoung(args []string) int {
 	if f, err := os.OpenFile(os.Getenv("DIE_YOUNG_LOG"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
@@ -268,6 +268,7 @@ func helperDieYoung(args []string) int {
 	if fd, err := strconv.Atoi(os.Getenv(supervise.EnvReadyFD)); err == nil {
 		unix.Write(fd, []byte{'R'})
 	}
+	bufio.NewReader(os.Stdin).ReadString('\n') // the registration, then death
 	return 3
 }
 

@@ -31,7 +31,9 @@ left of its group is stopped (SIGTERM, the grace, SIGKILL), its row is dropped, 
 with the child's exit code, or 128+N when a signal N killed it.
 
 If custody itself dies, by any cause (SIGKILL, OOM, a crash), the supervisor stops the whole group
-within the grace.
+within the grace. If the supervisor dies, custody says so on standard error, starts a new one
+(after a wait that grows, up to 5 s, while supervisors keep dying young) and says when the child
+is covered again.
 
 Standard input, output and error pass through untouched. In a terminal, the child's group is made
 the terminal's foreground group while it runs, so an interactive child (a shell, an editor) reads
@@ -95,7 +97,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: o.tagName(),
-		Supervisor: &supervise.Client{Grace: o.grace}}
+		Supervisor: &supervise.Client{Grace: o.grace, Notify: o.coverage}}
 	defer owner.Supervisor.Close()
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
@@ -125,6 +127,16 @@ func runRun(ctx context.Context, o *runOptions) error {
 		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's group: %s: %s\n", res.Outcome, res.Reason)
 	}
 	return statusError{exitStatus(child.Wait())}
+}
+
+// coverage reports each loss of the child's cover against custody's death, and its return: while
+// no supervisor runs, a SIGKILL of custody would leave the child running.
+func (o *runOptions) coverage(lost error) {
+	if lost != nil {
+		fmt.Fprintf(o.stderr, "custody: warning: run: %v\n", lost)
+		return
+	}
+	fmt.Fprintln(o.stderr, "custody: run: a new supervisor covers the child again")
 }
 
 // exitStatus is the shell's convention: the exit code, or 128+N for a death by signal N.

@@ -3,8 +3,10 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/custody-dev/custody/internal/testproc"
@@ -83,5 +85,54 @@ func TestBeginAppend(t *testing.T) {
 		if err != nil || len(rows) != 1 || rows[0].Purpose != purpose {
 			t.Fatalf("after appending %q: %+v, %v", purpose, rows, err)
 		}
+	}
+}
+
+// TestLenientRead: the files the Hermes reader takes as rosters are rosters here too, never
+// quarantined: a 0-byte or blank file is empty, a byte order mark is skipped, and Python's NaN and
+// Infinity are values, kept byte for byte through a rewrite. A row whose identity is not a number
+// is malformed, and only that row goes.
+func TestLenientRead(t *testing.T) {
+	ctx := context.Background()
+	// This process is alive, and a null create_time cannot prove it dead: the row stays.
+	nan := fmt.Sprintf(`{"pid": %d, "create_time": null, "port": NaN, "x": -Infinity}`, os.Getpid())
+	tests := []struct {
+		desc string
+		body string
+		want int // rows read
+	}{
+		{"0 bytes", "", 0},
+		{"white space", " \n\t", 0},
+		{"byte order mark", "\xef\xbb\xbf[" + nan + "]", 1},
+		{"byte order mark alone", "\xef\xbb\xbf", 0},
+		{"NaN and Infinity as values", "[" + nan + "]", 1},
+		{"identity not a number", `[{"pid": 4194001, "create_time": NaN}, {"pid": 4194002, "start_ticks": "7"}, ` + nan + `]`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			l := tempLedger(t)
+			os.MkdirAll(filepath.Dir(l.Path()), 0o700)
+			if err := os.WriteFile(l.Path(), []byte(tt.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := l.Rows(ctx)
+			if err != nil || len(rows) != tt.want {
+				t.Fatalf("Rows = %d rows, %v; want %d and no error", len(rows), err, tt.want)
+			}
+			rep, err := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil })
+			if err != nil || rep.Quarantined != nil {
+				t.Fatalf("rewrite = %+v, %v; want no quarantine", rep, err)
+			}
+			if _, err := os.Stat(l.Path() + ".corrupt"); err == nil {
+				t.Fatal("the file was quarantined")
+			}
+			body, _ := os.ReadFile(l.Path())
+			if strings.Contains(tt.body, nan) && !strings.Contains(string(body), nan) {
+				t.Errorf("the row with NaN was not kept byte for byte:\n%s", body)
+			}
+			if strings.Contains(string(body), "4194001") || strings.Contains(string(body), "4194002") {
+				t.Errorf("a row whose identity is not a number survived:\n%s", body)
+			}
+		})
 	}
 }

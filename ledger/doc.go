@@ -17,9 +17,16 @@
 //   - A file that is not a JSON array is never read as an empty roster: it is renamed aside to
 //     <ledger>.corrupt (then .corrupt.2, .corrupt.3, …, never overwriting an earlier one) with its
 //     bytes intact, the rename is reported, and only then does the write start from an empty list.
+//   - Reading is as lenient as the Hermes reader, so that the two programs never disagree on
+//     whether the shared file is corrupt (and never quarantine each other's live rows): a 0-byte
+//     or all-white-space file is an empty roster, a UTF-8 byte order mark is skipped, and the
+//     NaN, Infinity and -Infinity that Python's json.dumps writes are accepted as values and kept
+//     byte for byte. A row whose identity fields (pid, create_time, boot_start, start_ticks) are
+//     not numbers names no process: it is malformed.
 //   - Rows are kept byte for byte unless custody changes them, so fields written by other programs
 //     survive every rewrite; rows that lack custody's own fields read with those fields nil.
-//   - A row is pruned only on proof: it is malformed (not an object, or no positive integer pid),
+//   - A row is pruned only on proof: it is malformed (not an object, no positive integer pid, or
+//     an identity field that is not a number),
 //     its process is provably dead, or it has the PID of the row being written. Unknown stays.
 //
 // # Trust
@@ -35,8 +42,9 @@
 //
 // Writes are not fsync'ed. A crash of a process cannot lose a rename that returned; only a power
 // loss or kernel crash can, and that ends every process a row can name: rows of an earlier boot are
-// dead by rule. If such a loss leaves a truncated or empty file, it is quarantined and reported
-// like any corrupt file, never read as an empty roster. Skipping fsync keeps an append near a
+// dead by rule. If such a loss leaves a truncated file, it is quarantined and reported like any
+// corrupt file; an empty one is an empty roster, as Hermes reads it, which after a power loss is
+// what the rows of the earlier boot amount to. Skipping fsync keeps an append near a
 // millisecond, where an fsync on a virtual disk costs several.
 //
 // # Pruning cost

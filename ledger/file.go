@@ -60,9 +60,13 @@ func readHeld(path string, full bool, buf []byte, hold bool) (parsed, []byte, *o
 	return p, data, held, err
 }
 
+// parse reads a ledger as leniently as the Hermes reader, so that the two agree on which files
+// are corrupt: a UTF-8 byte order mark is skipped, and a file of nothing but white space (0
+// bytes: a writer's crash between create and write, or a fresh touch) is an empty roster.
 func parse(path string, data []byte, full bool) (parsed, error) {
+	data = bytes.TrimPrefix(data, utf8BOM)
 	if len(bytes.TrimSpace(data)) == 0 {
-		return parsed{}, &CorruptError{Path: path, Reason: "empty file"}
+		return parsed{}, nil
 	}
 	// Rows run to 300-500 bytes; reserving for one in 400 saves most of the slice's doublings,
 	// whose fresh pages cost a fault each (15 µs on some virtual machines).
@@ -83,6 +87,8 @@ func parse(path string, data []byte, full bool) (parsed, error) {
 	}
 	return p, nil
 }
+
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // readInto reads the whole file at path into buf, growing it when too small, and returns the
 // bytes read, and with hold the file, still open. The file is opened without following a symbolic

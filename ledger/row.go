@@ -137,7 +137,11 @@ func (r Row) Raw() ([]byte, error) {
 // With full false only the identity fields are decoded (see [Ledger.Update]): a write at 1,000
 // rows cannot afford to unescape every row's strings it will write back as bytes anyway.
 func decodeRow(raw []byte, full bool) (r Row, ok bool) {
+	wellTyped := true
 	isObj := jsonscan.Members(raw, func(k, v []byte) bool {
+		if identityNumber(k) && !numberOrNull(v) {
+			wellTyped = false
+		}
 		if full || identityKey(k) {
 			r.decodeField(string(k), v)
 		}
@@ -145,7 +149,24 @@ func decodeRow(raw []byte, full bool) (r Row, ok bool) {
 	})
 	r.raw = raw
 	r.identityOnly = !full
-	return r, isObj && r.PID > 0
+	return r, isObj && wellTyped && r.PID > 0
+}
+
+// identityNumber reports whether a field names the row's process and must be a number (or null):
+// a row whose create_time is NaN or a string names no process, and no read may take it for one
+// whose identity is merely unrecorded.
+func identityNumber(k []byte) bool {
+	switch string(k) {
+	case "pid", "create_time", "boot_start", "start_ticks":
+		return true
+	}
+	return false
+}
+
+// numberOrNull reports whether v is a finite JSON number or null.
+func numberOrNull(v []byte) bool {
+	_, ok := jsonscan.Float(v)
+	return ok || jsonscan.IsNull(v)
 }
 
 // identityKey reports whether a write needs the field: pruning proves identity, and Drop and

@@ -9,8 +9,11 @@
 // helpers check all of their input and report false for anything but a well-formed value of
 // their type.
 //
-// Validity is exactly that of [encoding/json.Valid], so that the two never disagree on whether a
-// file is corrupt: RFC 8259, plus two choices of encoding/json.
+// Validity is that of Python's json.loads, the reader of the other program that shares the
+// ledger, so that the two never disagree on whether a file is corrupt: [encoding/json.Valid]'s
+// RFC 8259 plus the three words Python's json.dumps writes for floats outside it, NaN, Infinity
+// and -Infinity, accepted wherever a number may stand (the value helpers read them as no number,
+// and they are kept byte for byte); and two choices of encoding/json.
 //
 //   - Bytes that are not UTF-8 are accepted inside strings. [String] and the keys that [Members]
 //     passes on replace each such byte, and each unpaired surrogate escape such as \ud800, with

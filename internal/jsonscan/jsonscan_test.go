@@ -60,6 +60,27 @@ func TestArrayValid(t *testing.T) {
 	}
 }
 
+// TestArrayPythonWords checks the number words Python's json.dumps writes for floats RFC 8259
+// cannot hold: valid wherever a number may stand, passed on byte for byte.
+func TestArrayPythonWords(t *testing.T) {
+	doc := `[NaN, -Infinity, Infinity, {"create_time": NaN, "x": [-Infinity]}]`
+	got, err := elems(doc)
+	want := []string{`NaN`, `-Infinity`, `Infinity`, `{"create_time": NaN, "x": [-Infinity]}`}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Array(%q) = %q, %v; want %q", doc, got, err, want)
+	}
+	var vals []string
+	jsonscan.Members([]byte(want[3]), func(k, v []byte) bool { vals = append(vals, string(v)); return true })
+	if !slices.Equal(vals, []string{`NaN`, `[-Infinity]`}) {
+		t.Errorf("Members passed %q", vals)
+	}
+	for _, w := range []string{`NaN`, `Infinity`, `-Infinity`} {
+		if _, ok := jsonscan.Float([]byte(w)); ok {
+			t.Errorf("Float(%s) reported a number", w)
+		}
+	}
+}
+
 func TestArrayNotArray(t *testing.T) {
 	for _, doc := range []string{`{}`, ` {"a":[1]} `, `1`, `-0.5e3`, `"["`, `true`, `false`, "null\n", `""`} {
 		if err := jsonscan.Array([]byte(doc), nil); !errors.Is(err, jsonscan.ErrNotArray) {
@@ -97,8 +118,10 @@ func TestArraySyntax(t *testing.T) {
 		{"minus only", `[-]`, 2},
 		{"minus at end", `-`, 1},
 		{"hex", `[0x10]`, 2},
-		{"NaN", `[NaN]`, 1},
-		{"Infinity", `[-Infinity]`, 2},
+		{"-NaN", `[-NaN]`, 2},
+		{"NaN misspelt", `[Nan]`, 3},
+		{"Infinity cut short", `[-Inf]`, 5},
+		{"infinity in lower case", `[infinity]`, 1},
 		{"single quotes", `['a']`, 1},
 		{"unterminated string", `["abc`, 5},
 		{"control char", "[\"a\tb\"]", 3},

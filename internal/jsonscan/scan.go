@@ -189,8 +189,12 @@ func scanEscape(data []byte, i int) (int, error) {
 }
 
 // scanNumber validates the number at data[i] against RFC 8259's grammar,
-// -? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?, and returns the index past it.
+// -? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?, or Python's NaN, Infinity and
+// -Infinity, and returns the index past it.
 func scanNumber(data []byte, i int) (int, error) {
+	if data[i] == 'N' {
+		return scanWord(data, i, "NaN")
+	}
 	if data[i] == '-' {
 		i++
 		if i >= len(data) {
@@ -198,6 +202,8 @@ func scanNumber(data []byte, i int) (int, error) {
 		}
 	}
 	switch c := data[i]; {
+	case c == 'I':
+		return scanWord(data, i, "Infinity")
 	case c == '0':
 		i++
 	case '1' <= c && c <= '9':
@@ -252,6 +258,19 @@ func scanLiteral(data []byte, i int) (int, error) {
 		}
 	}
 	panic("unreachable: the literal matched after all")
+}
+
+// scanWord validates the non-standard number word (NaN, Infinity) at data[i].
+func scanWord(data []byte, i int, word string) (int, error) {
+	for k := range len(word) {
+		if i+k >= len(data) {
+			return 0, errEOF(data)
+		}
+		if data[i+k] != word[k] {
+			return 0, errAt(data, i+k, "in literal "+word)
+		}
+	}
+	return i + len(word), nil
 }
 
 func isDigit(c byte) bool { return c-'0' < 10 }

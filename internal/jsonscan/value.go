@@ -121,7 +121,12 @@ var pow10 = [16]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 
 func isNumber(v []byte) bool {
 	// Rejected up front: null, strings and the other literals are the common non-numbers, and
 	// scanNumber would build an error (with fmt) to say so.
-	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+	d := v
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	// NaN and ±Infinity, valid in a document (see the package doc), are no number to decode.
+	if len(d) == 0 || !isDigit(d[0]) {
 		return false
 	}
 	end, err := scanNumber(v, 0)

@@ -11,13 +11,10 @@
 package tag
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -121,23 +118,4 @@ func parsePID(s string) (int, bool) {
 	}
 	n, err := strconv.Atoi(s)
 	return n, err == nil && n > 0
-}
-
-// Install returns the install id of root: the first 12 hex digits of the SHA-256 of its
-// lower-cased absolute path. An empty root means the directory holding the running executable.
-// When neither can be found the id is "-".
-func Install(root string) string {
-	if root == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return Unknown
-		}
-		root = filepath.Dir(exe)
-	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return Unknown
-	}
-	sum := sha256.Sum256([]byte(strings.ToLower(abs)))
-	return hex.EncodeToString(sum[:6])
 }

@@ -1,7 +1,11 @@
 // Package reap stops what crashed sessions left behind, only with proof. A row is reaped when it
-// is reapable, its own identity is proven now, its spawner is provably dead (or, never recorded,
-// the process was orphaned to init more than [MinOrphanAge] ago), and it is neither the reaper
-// nor one of its ancestors. Unknown anywhere means keep. Every decision carries its reason.
+// is reapable, its own identity is proven now, its spawner was recorded and is provably dead, and
+// it is neither the reaper nor one of its ancestors. Unknown anywhere means keep. Every decision
+// carries its reason.
+//
+// The rules are never wider than the sweep of Hermes, the other program that shares the ledger: a
+// row without a recorded spawner is never reaped, whatever its age or parent, since Hermes keeps
+// such rows (an mcp-helper whose spawner went unrecorded, a serve started by hand).
 package reap
 
 import (
@@ -10,17 +14,12 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
 )
-
-// MinOrphanAge is how old a process without a recorded spawner must be before an orphan of init
-// may be reaped: a younger one may still be finding its way into a ledger with its spawner.
-const MinOrphanAge = 180 * time.Second
 
 // DefaultPurposes are reapable when a row has no reapable field (rows of other programs).
 var DefaultPurposes = []string{"serve", "dashboard", "gateway", "mcp-helper"}
@@ -37,7 +36,6 @@ const (
 // Reason words are stable: programs read them from `custody reap --json`.
 const (
 	SpawnerDead      = "spawner-dead"
-	Orphaned         = "orphaned"          // no spawner recorded; reparented to init and old enough
 	AlreadyExited    = "already-exited"    // the row's process is provably gone
 	PIDReused        = "pid-reused"        // its PID now names another process, which is left alone
 	OtherBoot        = "other-boot"        // recorded under another boot: dead by rule
@@ -45,8 +43,7 @@ const (
 	IdentityUnproven = "identity-unproven" // its process could not be proven to be the recorded one
 	SpawnerAlive     = "spawner-alive"
 	SpawnerUnknown   = "spawner-unknown"  // the spawner could not be read or proven either way
-	NotOrphaned      = "not-orphaned"     // no spawner recorded and its parent is not init
-	TooYoung         = "too-young"        // no spawner recorded and younger than MinOrphanAge
+	NoSpawner        = "no-spawner"       // no spawner was recorded: never reaped
 	SelfOrAncestor   = "self-or-ancestor" // the reaper, one of its ancestors, or init
 	KernelThread     = "kernel-thread"
 	OtherUser        = "other-user" // it runs as another user than the ledger's owner
@@ -76,7 +73,7 @@ func decide(rows []ledger.Row, owner int) []Decision {
 			recs = append(recs, r.SpawnerRecord())
 		}
 	}
-	j := judge{reads: procid.ReadRecords(recs), guard: authority.NewGuard(), now: time.Now()}
+	j := judge{reads: procid.ReadRecords(recs), guard: authority.NewGuard()}
 	out := make([]Decision, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -157,7 +154,6 @@ func ownedBy(pid, owner int, action Action, reason string) (Action, string) {
 type judge struct {
 	reads procid.Reads
 	guard authority.Guard
-	now   time.Time
 }
 
 // check proves strictly: reaping acts on what it proves.
@@ -190,8 +186,8 @@ func (j *judge) decide(r ledger.Row) (Action, string) {
 		return Keep, NotReapable
 	}
 	spawner := r.SpawnerRecord()
-	if spawner.PID == 0 {
-		return j.orphan(r)
+	if spawner.PID <= 0 {
+		return Keep, NoSpawner
 	}
 	switch s, _ := j.check(spawner); s {
 	case procid.Dead:
@@ -200,19 +196,6 @@ func (j *judge) decide(r ledger.Row) (Action, string) {
 		return Keep, SpawnerAlive
 	}
 	return Keep, SpawnerUnknown
-}
-
-// orphan decides a row without a recorded spawner: reapable once reparented to init and older
-// than MinOrphanAge. A subreaper cannot be told from outside, so only init counts.
-func (j *judge) orphan(r ledger.Row) (Action, string) {
-	inc := j.reads.Get(r.PID).Inc
-	if inc.PPID != 1 {
-		return Keep, NotOrphaned
-	}
-	if j.now.Sub(time.Unix(0, int64(inc.CreateTime*1e9))) < MinOrphanAge {
-		return Keep, TooYoung
-	}
-	return Reap, Orphaned
 }
 
 func reapable(r ledger.Row) bool {

@@ -51,7 +51,7 @@ func TestDecide(t *testing.T) {
 	tests := []decideCase{
 		{"the reaper itself", row(t, self.PID, procid.Incarnation{}), reap.Keep, reap.SelfOrAncestor},
 		{"the reaper's parent", row(t, parent.PID, procid.Incarnation{}), reap.Keep, reap.SelfOrAncestor},
-		{"no spawner, parent alive", row(t, child.Process.Pid, procid.Incarnation{}), reap.Keep, reap.NotOrphaned},
+		{"no spawner recorded", row(t, child.Process.Pid, procid.Incarnation{}), reap.Keep, reap.NoSpawner},
 		{"exited", goneRow, reap.Gone, reap.AlreadyExited},
 		{"no start recorded", noProof, reap.Keep, reap.IdentityUnproven},
 		{"another boot", otherBoot, reap.Gone, reap.OtherBoot},

@@ -26,14 +26,14 @@ const reapHelp = `Stop what crashed sessions left behind, only with proof. A row
   - it is reapable: its reapable field is true, or absent with purpose serve, dashboard,
     gateway or mcp-helper (rows from 'custody run' and 'custody register' are, unless --keep);
   - its own identity is proven now (exact start, or create time within 2 s);
-  - its spawner is provably dead (a live PID with another start counts as dead), or no spawner
-    was recorded and the process was reparented to init more than 180 s after it started;
+  - its spawner was recorded and is provably dead (a live PID with another start counts as
+    dead); a row with no recorded spawner is never reaped;
   - it is neither this reaper nor one of its ancestors.
 Unknown anywhere means keep. A reap stops the row's scope as 'custody stop' does. Every row's
-decision is printed with its reason: reap (spawner-dead, orphaned), gone (already-exited, other-boot:
-the row is dropped), or keep (pid-reused, not-reapable, identity-unproven, spawner-alive,
-spawner-unknown, not-orphaned, too-young, self-or-ancestor, kernel-thread, other-user). Only
-rows of this install are considered unless --all.
+decision is printed with its reason: reap (spawner-dead), gone (already-exited, other-boot: the
+row is dropped), or keep (pid-reused, not-reapable, identity-unproven, spawner-alive,
+spawner-unknown, no-spawner, self-or-ancestor, kernel-thread, other-user). Only rows of this
+install are considered unless --all.
 
 A row is a claim, not a licence: its process must run as the ledger's owner (other-user), and is
 never init or a kernel thread (kernel-thread); the ledger must be trusted (owned by you or root,

@@ -272,16 +272,22 @@ func helperDieYoung(args []string) int {
 	return 3
 }
 
-// helperSuperviseCLI stands for `custody supervise --owner-pgid P --grace D`: a supervisor
+// helperSuperviseCLI stands for `custody supervise --owner-pgid P --grace D [--socket-path S]`: a supervisor
 // command as Client.Command starts one.
 func helperSuperviseCLI(args []string) int {
 	fs := flag.NewFlagSet("supervise", flag.ContinueOnError)
 	ownerPGID := fs.Int("owner-pgid", 0, "the owner's process group")
 	grace := fs.Duration("grace", supervise.DefaultGrace, "SIGTERM to SIGKILL")
+	socket := fs.String("socket-path", "", "the v2 socket")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := supervise.Run(supervise.Config{OwnerPGID: *ownerPGID, Grace: *grace}); err != nil {
+	cfg := supervise.Config{OwnerPGID: *ownerPGID, Grace: *grace}
+	run := func() error { return supervise.Run(cfg) }
+	if *socket != "" {
+		run = func() error { return supervise.RunSocket(cfg, *socket) }
+	}
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "supervise:", err)
 		return 1
 	}

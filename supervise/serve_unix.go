@@ -41,7 +41,7 @@ func serve(ctx context.Context, in io.Reader, cfg Config) error {
 			defer stop()
 		}
 	}
-	s := &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]leader), cgroups: make(map[string]*scope.Scope)}
+	s := newServer(cfg)
 	lr := &lineReader{r: in}
 	for {
 		line, err := lr.next()
@@ -61,6 +61,10 @@ func serve(ctx context.Context, in io.Reader, cfg Config) error {
 			return nil
 		}
 	}
+}
+
+func newServer(cfg Config) *server {
+	return &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]leader), cgroups: make(map[string]*scope.Scope)}
 }
 
 func (s *server) handle(line []byte) {

@@ -163,6 +163,9 @@ func TestUsageErrors(t *testing.T) {
 		{"register", "--pid", "1", "--port", "65536"},
 		{"supervise", "--owner-pgid", "x"},
 		{"supervise", "extra"},
+		{"supervise", "1", "2"},
+		{"supervise", "--owner-pgid", "5", "6"},
+		{"supervise", "--socket-path"},
 	} {
 		r := runCLI(t, append([]string{"--ledger", led}, args...)...)
 		checkOneLineError(t, strings.Join(args, " "), r, 2)

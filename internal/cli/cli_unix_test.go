@@ -202,3 +202,40 @@ func TestSuperviseDiesOnSIGTERM(t *testing.T) {
 		t.Errorf("custody supervise after SIGTERM: %v; want killed by SIGTERM", err)
 	}
 }
+
+// TestSuperviseForms: `custody supervise` takes the owner's group in the Hermes supervisor's
+// forms too (a bare P, --parent-pgid P), refuses to run inside that group, and exits 3 when its
+// v2 socket cannot be set up, leaving what is at the path alone.
+func TestSuperviseForms(t *testing.T) {
+	own := strconv.Itoa(syscall.Getpgrp()) // the helper runs in the test's group
+	for _, args := range [][]string{{"supervise", own}, {"supervise", "--parent-pgid", own}, {"supervise", "--owner-pgid", own}} {
+		r := runCLI(t, args...)
+		checkOneLineError(t, strings.Join(args, " "), r, 2)
+		if !strings.Contains(r.stderr, "process group "+own) {
+			t.Errorf("%v: %q does not name the process group", args, r.stderr)
+		}
+	}
+	for _, args := range [][]string{{"supervise", "4194303"}, {"supervise", "--parent-pgid", "4194303"}} {
+		if r := runCLI(t, args...); r.code != 0 || r.stderr != "" { // stdin is empty: EOF at once
+			t.Errorf("%v: %+v, want exit 0", args, r)
+		}
+	}
+	taken := filepath.Join(t.TempDir(), "taken")
+	if err := os.WriteFile(taken, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{taken, filepath.Join(taken, "under-a-file"), "/" + strings.Repeat("x", 200)} {
+		r := runCLI(t, "supervise", "4194303", "--socket-path", path)
+		checkOneLineError(t, "--socket-path "+path, r, 3)
+	}
+	if b, err := os.ReadFile(taken); err != nil || string(b) != "mine" {
+		t.Errorf("the file at the socket path: %q, %v", b, err)
+	}
+	sock := filepath.Join(t.TempDir(), "s")
+	if r := runCLI(t, "supervise", "4194303", "--socket-path", sock); r.code != 0 || r.stdout != "ready\n" {
+		t.Errorf("v2 form: %+v, want ready and exit 0", r)
+	}
+	if _, err := os.Lstat(sock); err == nil {
+		t.Errorf("the socket outlived the supervisor")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/supervise"
 )
 
 // exitCode is the process exit status. Every command's help lists the ones it uses.
@@ -22,6 +23,7 @@ const (
 	exitError    exitCode = 1  // the command failed; nothing was changed
 	exitUsage    exitCode = 2  // bad flags or arguments; nothing was changed
 	exitUnproven exitCode = 3  // some outcome was not exited or already-exited (stop, reap)
+	exitSocket   exitCode = 3  // supervise: the v2 socket could not be set up
 	exitStale    exitCode = 4  // stop, reap: processes were signalled, then the ledger or the report failed
 	exitLocked   exitCode = 11 // the ledger lock was held too long by another process; nothing written
 )
@@ -79,6 +81,8 @@ func report(err error, stderr io.Writer) exitCode {
 		return exitLocked
 	case isUsage(err):
 		return exitUsage
+	case errors.Is(err, supervise.ErrSocket):
+		return exitSocket
 	}
 	return exitError
 }

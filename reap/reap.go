@@ -18,6 +18,7 @@ import (
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/stop"
 )
 
@@ -47,6 +48,8 @@ const (
 	SelfOrAncestor   = "self-or-ancestor" // the reaper, one of its ancestors, or init
 	KernelThread     = "kernel-thread"
 	OtherUser        = "other-user" // it runs as another user than the ledger's owner
+	OwnerDead        = "owner-dead" // a dead owner's empty cgroups: removed
+	Populated        = "populated"  // a dead owner's cgroup still has processes: see their rows
 )
 
 // Decision is reap's verdict on one row.
@@ -56,7 +59,10 @@ type Decision struct {
 	Action  Action       `json:"action"`
 	Reason  string       `json:"reason"`
 	Result  *stop.Result `json:"result,omitempty"` // the stop's outcome, when reaped for real
-	row     *ledger.Row
+	// Cgroup, on a decision about a dead owner's directory of cgroup scopes rather than a row,
+	// is that directory (PID is then the dead owner's).
+	Cgroup string `json:"cgroup,omitempty"`
+	row    *ledger.Row
 }
 
 // Decide judges every row, as rows of a ledger the caller owns. It reads each PID at most once,
@@ -113,7 +119,7 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 	}
 	ds := decide(rows, *opts.Stop.Owner)
 	if opts.DryRun {
-		return ds, nil
+		return append(ds, leftovers(true)...), nil
 	}
 	var drop []ledger.Row
 	for i := range ds {
@@ -132,7 +138,32 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 			drop = append(drop, *d.row)
 		}
 	}
-	return ds, l.Drop(ctx, drop)
+	err = l.Drop(ctx, drop)
+	return append(ds, leftovers(false)...), err
+}
+
+// leftovers decides on the cgroup directories of dead owners, after the rows were reaped (which
+// empties the scopes the rows name): empty ones are removed, populated ones kept. A scope that no
+// reapable row names is never killed here: its processes may be rows kept on purpose.
+func leftovers(dryRun bool) []Decision {
+	ls, err := scope.Leftovers()
+	if err != nil {
+		return nil
+	}
+	var out []Decision
+	for _, l := range ls {
+		d := Decision{PID: l.Owner.PID, Cgroup: l.Cgroup, Action: Gone, Reason: OwnerDead}
+		switch {
+		case l.Populated:
+			d.Action, d.Reason = Keep, Populated
+		case !dryRun:
+			if scope.RemoveLeftover(l) != nil {
+				d.Action, d.Reason = Keep, Populated // a process entered it meanwhile
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // ownedBy keeps a row to reap whose process does not run as owner alone: the stop would refuse

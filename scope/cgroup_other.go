@@ -37,3 +37,7 @@ func abandon(*exec.Cmd)                            {}
 func openRecorded(string, uint64) (*cgroup, error) { return nil, noCgroups() }
 func openCgroupPath(string) (*Scope, error)        { return nil, noCgroups() }
 func containment() (Kind, string, error)           { return KindGroup, "", noCgroups() }
+
+func leftovers() ([]Leftover, error) { return nil, nil }
+
+func removeLeftover(Leftover) error { return noCgroups() }

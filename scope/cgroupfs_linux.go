@@ -19,13 +19,14 @@ import (
 // Where custody makes its cgroups:
 //
 //	caller's cgroup          base                         an owner's scopes
-//	the hierarchy's root     <mount>/custody              <base>/custody-<pid>-<start>/s<n>
+//	the hierarchy's root     <mount>/custody              <base>/custody-<ns>-<pid>-<start>/s<n>
 //	(root, no systemd)
 //	any other, writable      that cgroup itself           (same)
 //	(a delegated subtree, or a custody scope: a nested owner)
 //
-// <pid>-<start> is the owner's incarnation (start ticks), unique within a boot, so reap can tell
-// a dead owner's leftovers. A nested owner runs inside a scope of its outer owner, so its scopes
+// <pid>-<start> is the owner's incarnation (start ticks), unique within a boot in its PID namespace
+// <ns> (the inode of /proc/self/ns/pid), so reap, in the same namespace, can tell a dead owner's
+// leftovers; a reaper in another namespace, where the PID means another process, leaves them. A nested owner runs inside a scope of its outer owner, so its scopes
 // are cgroups below that scope: the outer teardown, by cgroup.kill, reaches them, and its own
 // touches only its subtree.
 
@@ -122,7 +123,7 @@ func unescapeMount(s string) string {
 
 // ownerDirName matches the directory of one owner's scopes; scopeName, one scope in it.
 var (
-	ownerDirName = regexp.MustCompile(`^custody-([0-9]+)-([0-9]+)$`)
+	ownerDirName = regexp.MustCompile(`^custody-([0-9]+)-([0-9]+)-([0-9]+)$`)
 	scopeName    = regexp.MustCompile(`^s[0-9]+$`)
 )
 
@@ -176,7 +177,11 @@ func (o *owner) ensureLocked() error {
 	if err != nil {
 		return err
 	}
-	rel := filepath.Join(base, fmt.Sprintf("custody-%d-%d", me.PID, me.Start))
+	ns, err := pidNamespace()
+	if err != nil {
+		return err
+	}
+	rel := filepath.Join(base, fmt.Sprintf("custody-%d-%d-%d", ns, me.PID, me.Start))
 	if err := unix.Mkdir(h.dir(rel), 0o755); err != nil && err != unix.EEXIST {
 		return fmt.Errorf("own cgroup %s is not writable: %w", h.dir(base), err)
 	}
@@ -230,6 +235,16 @@ func (o *owner) removed() {
 	}
 }
 
+// pidNamespace returns the inode number of this process's PID namespace: the namespace in which
+// an owner directory's PID means its owner.
+func pidNamespace() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, fmt.Errorf("pid namespace: %w", &os.PathError{Op: "stat", Path: "/proc/self/ns/pid", Err: err})
+	}
+	return st.Ino, nil
+}
+
 // forcedGroups says why, when $CUSTODY_CONTAINMENT asks for process groups.
 func forcedGroups() error {
 	if os.Getenv(EnvContainment) == KindGroup.Containment() {
@@ -257,10 +272,9 @@ func containment() (Kind, string, error) {
 	if err := o.ensureLocked(); err != nil {
 		return KindGroup, "", err
 	}
-	where := o.h.dir(o.rel)
 	if fresh && o.live == 0 { // made only to prove it can be: leave nothing behind
-		unix.Rmdir(where)
+		unix.Rmdir(o.h.dir(o.rel))
 		o.made = false
 	}
-	return KindCgroup, where, nil
+	return KindCgroup, o.h.dir(filepath.Dir(o.rel)), nil
 }

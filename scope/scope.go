@@ -216,7 +216,7 @@ func (s *Scope) Release() error { return s.release() }
 // Desc describes the scope in plain values: what a ledger row records, and what [Open] takes.
 func (s *Scope) Desc() Desc { return s.desc() }
 
-// String names the scope for messages: "cgroup /custody/custody-41-96/s1", "pgrp 4242", or
+// String names the scope for messages: "cgroup /custody/custody-4026531836-41-96/s1", "pgrp 4242", or
 // "job of pid 4242".
 func (s *Scope) String() string { return s.describe() }
 
@@ -227,7 +227,7 @@ type Desc struct {
 	Leader procid.ID // the child the scope was made for; Start 0 when not known
 	PGID   int       // KindGroup: the process group (the leader's PID)
 	// Cgroup is, for KindCgroup, the cgroup's path in the cgroup v2 hierarchy, as
-	// /proc/PID/cgroup shows it ("/custody/custody-41-96/s1"), independent of where cgroup2 is
+	// /proc/PID/cgroup shows it ("/custody/custody-4026531836-41-96/s1"), independent of where cgroup2 is
 	// mounted; CgroupID is its inode number (the kernel's cgroup id), which proves that a
 	// cgroup found at that path later is the same one.
 	Cgroup   string
@@ -238,7 +238,7 @@ type Desc struct {
 // one that made it, and proves it is the described one before any signal:
 //   - KindGroup: as [FromGroup].
 //   - KindCgroup (Linux): the path must name a scope custody made (a directory s<N> inside an
-//     owner's directory custody-<pid>-<start>) and the cgroup there must have the recorded id;
+//     owner's directory custody-<ns>-<pid>-<start>) and the cgroup there must have the recorded id;
 //     otherwise the error wraps authority.ErrNoAuthority (and procid.ErrReused for another id).
 //     A cgroup that no longer exists was removed, which needs it empty: the error wraps
 //     procid.ErrGone. The open cgroup is held until [Scope.Close].
@@ -260,7 +260,8 @@ func Abandon(cmd *exec.Cmd) { abandon(cmd) }
 const EnvContainment = "CUSTODY_CONTAINMENT"
 
 // Containment reports which kind of scope this process's children get, and, for a cgroup,
-// where custody makes them (the owner's directory). When it is not a cgroup, why says why: no
+// where custody makes them: the directory that holds each owner's custody-<ns>-<pid>-<start>
+// directory of scopes. When it is not a cgroup, why says why: no
 // cgroup2 hierarchy, the caller's cgroup is not writable (an ordinary user outside a delegated
 // subtree), the kernel lacks cgroup.kill (5.14) or clone3 (5.7), or the OS has none. On Linux the
 // answer is proven by making the directory (and removing it again if no scope uses it yet).
@@ -272,3 +273,20 @@ func Containment() (kind Kind, where string, why error) { return containment() }
 // [Open] for a cgroup named by a row. The path must name a scope custody made (see [Open]). Not
 // on Linux: an error wrapping [errors.ErrUnsupported].
 func OpenCgroup(path string) (*Scope, error) { return openCgroupPath(path) }
+
+// Leftover is a directory of cgroup scopes whose owner is dead (and whose supervisor, which
+// removes it, died too or was killed with it).
+type Leftover struct {
+	Cgroup    string    // the owner's directory, a hierarchy path
+	Owner     procid.ID // the dead owner, from the directory's name
+	Populated bool      // some process still lives in one of its scopes
+}
+
+// Leftovers lists the cgroup directories of dead owners in the place this process's owners make
+// theirs (see [Containment]). An owner is dead when its PID is gone or names another start; an
+// owner that cannot be read is not listed. Without cgroups the list is empty.
+func Leftovers() ([]Leftover, error) { return leftovers() }
+
+// RemoveLeftover removes a leftover's empty cgroups, deepest first. It kills nothing: a populated
+// scope stays (and the call fails), for its processes are stopped through their ledger rows.
+func RemoveLeftover(l Leftover) error { return removeLeftover(l) }

@@ -57,3 +57,7 @@ func abandon(*exec.Cmd) {}
 func containment() (Kind, string, error) { return "none", "", unsupported("containment") }
 
 func (s *Scope) release() error { return nil }
+
+func leftovers() ([]Leftover, error) { return nil, nil }
+
+func removeLeftover(Leftover) error { return unsupported("cgroups") }

@@ -186,3 +186,9 @@ func abandon(*exec.Cmd) {}
 func containment() (Kind, string, error) { return KindJob, "", nil }
 
 func (s *Scope) release() error { return s.close() }
+
+func leftovers() ([]Leftover, error) { return nil, nil }
+
+func removeLeftover(Leftover) error {
+	return fmt.Errorf("scope: cgroups on windows: %w", errors.ErrUnsupported)
+}

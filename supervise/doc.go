@@ -18,9 +18,9 @@
 //
 // The cgroup lines are custody's: a Hermes supervisor ignores them as it ignores any unknown
 // line, and custody's own sweep treats them as follows. <path> is the cgroup's path in the cgroup
-// v2 hierarchy, as /proc/PID/cgroup shows it ("/custody/custody-41-96/s1"), printable ASCII
+// v2 hierarchy, as /proc/PID/cgroup shows it ("/custody/custody-4026531836-41-96/s1"), printable ASCII
 // without spaces, and must name a scope custody made (an s<N> directory in an owner's
-// custody-<pid>-<start> directory). The owner writes the line after making the cgroup and before
+// custody-<ns>-<pid>-<start> directory). The owner writes the line after making the cgroup and before
 // its child exists; the supervisor opens the cgroup at once and holds it open, which is its proof
 // that the cgroup it later kills is the one registered. On EOF a covered cgroup gets SIGTERM
 // (every member, each through a pidfd proven to be in the cgroup), up to the grace to empty, then

@@ -14,6 +14,7 @@ import (
 
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 )
 
 type doctorOptions struct {
@@ -21,8 +22,9 @@ type doctorOptions struct {
 	json bool
 }
 
-const doctorHelp = `Report what this machine offers custody (pidfd, pidfs ids, a writable cgroup v2, child
-subreapers, a boot id) and the ledger's health and trust. A missing feature is information: custody falls
+const doctorHelp = `Report what this machine offers custody (pidfd, pidfs ids, child subreapers, a boot id),
+which containment your children get (a cgroup of their own, a process group, or a job) and why,
+and the ledger's health and trust. A missing feature is information: custody falls
 back (see each line). Doctor changes nothing, not even a corrupt ledger.
 
 The ledger is trusted when it and its lock are regular files (no symbolic links, no FIFOs) owned
@@ -123,6 +125,21 @@ func printDoctor(o *doctorOptions, rep doctorReport) {
 	for _, q := range h.Quarantined {
 		fmt.Fprintf(o.stdout, "  aside  %s\n", q)
 	}
+}
+
+// containmentCheck says which scope this user's children get, and why: the cgroup is proven by
+// making the owner's directory (removed again at once).
+func containmentCheck() check {
+	kind, where, why := scope.Containment()
+	switch kind {
+	case scope.KindCgroup:
+		return check{Name: "containment", OK: true, Detail: "cgroup: each child in a cgroup of its own in " + where +
+			"/custody-<owner>/; nothing it starts can leave it"}
+	case scope.KindJob:
+		return check{Name: "containment", OK: true, Detail: "job: each child in a job object that dies with its owner"}
+	}
+	return check{Name: "containment", Detail: fmt.Sprintf("process-group: %v; a descendant that calls setsid or "+
+		"setpgid leaves its child's scope, and outlives the owner and a stop", why)}
 }
 
 func bootCheck() check {

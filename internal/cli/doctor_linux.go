@@ -1,12 +1,7 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -16,7 +11,7 @@ import (
 
 // features probes each kernel facility custody can use, for real.
 func features() []check {
-	return []check{pidfdCheck(), pidfsCheck(), cgroupCheck(), subreaperCheck(), bootCheck()}
+	return []check{pidfdCheck(), pidfsCheck(), containmentCheck(), subreaperCheck(), bootCheck()}
 }
 
 func pidfsCheck() check {
@@ -32,57 +27,6 @@ func pidfdCheck() check {
 		return check{Name: "pidfd", Detail: err.Error() + "; falls back to start-time checks before each signal"}
 	}
 	return check{Name: "pidfd", OK: true, Detail: "pidfd_open, pidfd_send_signal and poll work"}
-}
-
-// cgroupCheck looks for this process's cgroup v2 directory and whether a child cgroup can be made
-// in it (made and removed at once).
-func cgroupCheck() check {
-	dir, err := ownCgroup2Dir()
-	if err != nil {
-		return check{Name: "cgroup v2 writable", Detail: err.Error()}
-	}
-	probe := filepath.Join(dir, fmt.Sprintf("custody-doctor-%d", os.Getpid()))
-	if err := os.Mkdir(probe, 0o755); err != nil {
-		return check{Name: "cgroup v2 writable", Detail: fmt.Sprintf("%s: %v", dir, err)}
-	}
-	os.Remove(probe)
-	return check{Name: "cgroup v2 writable", OK: true, Detail: dir}
-}
-
-// ownCgroup2Dir joins the cgroup2 mount point from /proc/self/mountinfo with this process's
-// unified-hierarchy path ("0::/path") from /proc/self/cgroup.
-func ownCgroup2Dir() (string, error) {
-	cg, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	var rel string
-	for line := range bytes.Lines(cg) {
-		if p, ok := bytes.CutPrefix(line, []byte("0::")); ok {
-			rel = string(bytes.TrimSpace(p))
-		}
-	}
-	if rel == "" {
-		return "", fmt.Errorf("no cgroup v2 membership in /proc/self/cgroup")
-	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "36 25 0:31 / /sys/fs/cgroup rw,… - cgroup2 cgroup2 rw"
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
-			continue
-		}
-		f := strings.Fields(pre)
-		if len(f) >= 5 {
-			return filepath.Join(f[4], strings.TrimPrefix(rel, f[3])), nil
-		}
-	}
-	return "", fmt.Errorf("no cgroup2 mount")
 }
 
 // subreaperCheck sets and clears PR_SET_CHILD_SUBREAPER on this short-lived process.

@@ -11,5 +11,5 @@ func features() []check {
 	if runtime.GOOS == "darwin" {
 		c = check{Name: "process handles", Detail: "none on macOS: the start time is re-checked just before each signal"}
 	}
-	return []check{c, bootCheck()}
+	return []check{c, containmentCheck(), bootCheck()}
 }

@@ -9,12 +9,14 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/scope"
 )
 
 type psOptions struct {
@@ -26,6 +28,11 @@ type psOptions struct {
 const psHelp = `List the ledger's rows that are not provably dead, with each one's state and its spawner's
 state: alive, dead, unknown (it could not be read), or unrecorded. Only rows of this install are
 listed unless --all is given.
+
+CONTAINMENT says what holds each process and what it starts: cgroup (nothing escapes it),
+process-group (a descendant that calls setsid or setpgid leaves it) or job (Windows). A row whose
+spawner is another listed process is shown under it, indented: the children of a nested owner
+(an owned child that owns children itself) sit under that owner.
 
 A corrupt ledger is moved aside to <ledger>.corrupt and said so on stderr; the list is then empty.
 
@@ -123,19 +130,95 @@ func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) {
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
 	bw := bufio.NewWriterSize(w, 64<<10) // tabwriter writes cell by cell: one syscall each
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tPURPOSE\tSTATE\tSPAWNER\tSPAWNER STATE\tAGE\tARGV")
-	for _, e := range entries {
+	fmt.Fprintln(tw, "PID\tPURPOSE\tSTATE\tCONTAINMENT\tSPAWNER\tSPAWNER STATE\tAGE\tARGV")
+	for _, n := range nest(entries) {
+		e := n.e
 		spawner := "-"
 		if e.SpawnerPID != nil {
 			spawner = strconv.Itoa(*e.SpawnerPID)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.PID, dash(e.Purpose), e.State, spawner,
-			e.SpawnerState, age(e.CreateTime, now), dash(e.Argv))
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID, dash(e.Purpose),
+			e.State, containment(*e.Row), spawner, e.SpawnerState, age(e.CreateTime, now), dash(e.Argv))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+// nested is a row and how deep it sits in the tree of owners.
+type nested struct {
+	e     ledger.Entry
+	depth int
+}
+
+// nest orders rows as a tree: a row whose spawner is the process another row names (the same
+// incarnation) comes right after it, indented one level further. An owner running inside another
+// owner's scope (a nested owner) is such a row, and its children are its rows. Rows whose spawner
+// is not listed are roots, in ledger order.
+func nest(entries []ledger.Entry) []nested {
+	type key struct {
+		pid   int
+		start uint64
+	}
+	keyOf := func(pid int, start *uint64) key {
+		k := key{pid: pid}
+		if start != nil {
+			k.start = *start
+		}
+		return k
+	}
+	index := map[key]int{}
+	for i, e := range entries {
+		index[keyOf(e.PID, e.StartTicks)] = i
+	}
+	kids := make([][]int, len(entries))
+	var roots []int
+	for i, e := range entries {
+		p, ok := -1, false
+		if e.SpawnerPID != nil {
+			p, ok = index[keyOf(*e.SpawnerPID, e.SpawnerStartTicks)]
+		}
+		if ok && p != i {
+			kids[p] = append(kids[p], i)
+		} else {
+			roots = append(roots, i)
+		}
+	}
+	out := make([]nested, 0, len(entries))
+	seen := make([]bool, len(entries))
+	var walk func(i, depth int)
+	walk = func(i, depth int) {
+		if seen[i] { // a cycle of recycled PIDs: each row once
+			return
+		}
+		seen[i] = true
+		out = append(out, nested{entries[i], depth})
+		for _, k := range kids[i] {
+			walk(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	for i := range entries { // rows only in cycles
+		if !seen[i] {
+			walk(i, 0)
+		}
+	}
+	return out
+}
+
+// containment names a row's containment, from its own field or, for rows written before it
+// existed, from its scope.
+func containment(r ledger.Row) string {
+	switch {
+	case r.Containment != "":
+		return r.Containment
+	case r.Scope != "":
+		return scope.Kind(r.Scope).Containment()
+	}
+	return "-"
 }
 
 func dash(s string) string {

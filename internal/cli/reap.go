@@ -35,6 +35,11 @@ row is dropped), or keep (pid-reused, not-reapable, identity-unproven, spawner-a
 spawner-unknown, no-spawner, self-or-ancestor, kernel-thread, other-user). Only rows of this
 install are considered unless --all.
 
+On Linux with cgroup scopes, reap then looks for the cgroup directories of dead owners (named
+custody-<ns>-<pid>-<start>, where this user's owners make theirs): an empty one is removed (gone,
+owner-dead); one with processes left is kept (keep, populated), for they are stopped through their
+rows. Such a line shows "cgroup <path>" as its purpose and the dead owner's PID.
+
 A row is a claim, not a licence: its process must run as the ledger's owner (other-user), and is
 never init or a kernel thread (kernel-thread); the ledger must be trusted (owned by you or root,
 writable by nobody else, no symbolic links), or nothing is signalled. SIGINT or SIGTERM ends a
@@ -115,7 +120,11 @@ func printDecisions(o *reapOptions, ds []reap.Decision) error {
 		case d.Action == reap.Reap && o.dryRun:
 			outcome = "(dry run)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", d.PID, dash(d.Purpose), d.Action, d.Reason, outcome)
+		purpose := dash(d.Purpose)
+		if d.Cgroup != "" {
+			purpose = "cgroup " + d.Cgroup
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", d.PID, purpose, d.Action, d.Reason, outcome)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,0 +1,146 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/scope"
+)
+
+// containmentOf runs custody doctor --json through cmd's settings and returns its containment
+// line.
+func containmentOf(t *testing.T, run func(args ...string) result) (ok bool, detail string) {
+	t.Helper()
+	r := run("doctor", "--json")
+	var rep struct {
+		Features []struct {
+			Name   string
+			OK     bool
+			Detail string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v (%+v)", err, r)
+	}
+	for _, f := range rep.Features {
+		if f.Name == "containment" {
+			return f.OK, f.Detail
+		}
+	}
+	t.Fatalf("doctor --json has no containment line: %s", r.stdout)
+	return false, ""
+}
+
+// An ordinary user whose cgroup is not writable gets process groups, and doctor says so and why;
+// in a cgroup delegated to them (as systemd's user manager does), the same user gets cgroups, and
+// custody run's child is born in one below it.
+func TestContainmentAsUser(t *testing.T) {
+	testproc.RequireRoot(t)
+	kind, where, why := scope.Containment()
+	if kind != scope.KindCgroup {
+		testproc.Skip(t, "no cgroup containment even for root: %v", why)
+	}
+	mount := cgroupMount(t, where)
+	asUser := func(t *testing.T, cgfd int) func(args ...string) result {
+		dir := t.TempDir()
+		return func(args ...string) result {
+			cmd := testproc.Helper(t, "custody", append([]string{"--ledger", filepath.Join(dir, "state", "l.json")}, args...)...)
+			asNobody(t, cmd, dir)
+			if cgfd >= 0 {
+				cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, cgfd
+			}
+			return runCmd(t, cmd)
+		}
+	}
+	t.Run("undelegated", func(t *testing.T) {
+		ok, detail := containmentOf(t, asUser(t, -1))
+		if ok || !strings.HasPrefix(detail, "process-group: ") || !strings.Contains(detail, "not writable") {
+			t.Fatalf("doctor as an ordinary user outside a delegated cgroup: ok=%v %q", ok, detail)
+		}
+	})
+	t.Run("delegated", func(t *testing.T) {
+		deleg := filepath.Join(mount, fmt.Sprintf("custody-test-delegated-%d", os.Getpid()))
+		if err := os.Mkdir(deleg, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { removeCgroups(deleg) })
+		for _, f := range []string{"", "cgroup.procs", "cgroup.threads", "cgroup.subtree_control"} {
+			if err := os.Chown(filepath.Join(deleg, f), 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fd, err := unix.Open(deleg, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		run := asUser(t, fd)
+		ok, detail := containmentOf(t, run)
+		if !ok || !strings.Contains(detail, deleg) {
+			t.Fatalf("doctor as a user in a delegated cgroup: ok=%v %q; want a cgroup in %s", ok, detail, deleg)
+		}
+		r := run("run", "--", "cat", "/proc/self/cgroup")
+		rel := "/" + filepath.Base(deleg) + "/custody-"
+		if r.code != 0 || !strings.Contains(r.stdout, "0::"+rel) || !strings.Contains(r.stdout, "/s1\n") {
+			t.Fatalf("custody run as the user: %+v; want the child in a cgroup %s<owner>/s1", r, rel)
+		}
+	})
+}
+
+// cgroupMount returns the cgroup2 mount above where (which is <mount>/custody for root).
+func cgroupMount(t *testing.T, where string) string {
+	t.Helper()
+	for d := where; d != "/"; d = filepath.Dir(d) {
+		var fs unix.Statfs_t
+		if unix.Statfs(filepath.Dir(d), &fs) != nil || fs.Type != unix.CGROUP2_SUPER_MAGIC {
+			return d
+		}
+	}
+	t.Fatalf("no cgroup2 mount above %s", where)
+	return ""
+}
+
+// removeCgroups removes a cgroup tree the test made, deepest first.
+func removeCgroups(root string) {
+	var dirs []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		unix.Rmdir(dirs[i])
+	}
+}
+
+// custody run inside custody run is a nested owner: ps shows the inner child under the inner
+// owner, indented, with each row's containment.
+func TestPsShowsNesting(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := ledgerPath(t)
+	g := []string{"--ledger", led}
+	inner := append(append([]string{exe}, g...), "ps", "--all")
+	middle := append(append(append([]string{exe}, g...), "run", "--"), inner...)
+	r := runCLI(t, append(append(g, "run", "--"), middle...)...)
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	if r.code != 0 || len(lines) != 3 {
+		t.Fatalf("nested ps: %+v", r)
+	}
+	kind, _, _ := scope.Containment()
+	outer, nested := strings.Fields(lines[1]), strings.Fields(lines[2])
+	if strings.HasPrefix(lines[1], " ") || !strings.HasPrefix(lines[2], "  ") || len(nested) < 6 ||
+		nested[4] != outer[0] || outer[3] != kind.Containment() || nested[3] != kind.Containment() {
+		t.Fatalf("nested ps: want the inner row under the outer one, both %s:\n%s", kind.Containment(), r.stdout)
+	}
+}

@@ -67,7 +67,9 @@ func TestReapLeftoverCgroups(t *testing.T) {
 	for _, d := range ds {
 		got[d.Cgroup] = d
 	}
-	rel := func(dir string) string { return filepath.Join("/", filepath.Base(filepath.Dir(dir)), filepath.Base(dir)) }
+	rel := func(dir string) string {
+		return filepath.Join("/", filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
+	}
 	if d := got[rel(empty)]; d.Action != reap.Gone || d.Reason != reap.OwnerDead || d.PID != inc.PID {
 		t.Errorf("empty leftover: %+v (all: %+v)", d, ds)
 	}

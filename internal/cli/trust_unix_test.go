@@ -190,6 +190,11 @@ func TestOtherUsersProcess(t *testing.T) {
 	if !strings.Contains(r.stderr, "runs as uid 0") {
 		t.Errorf("stderr %q does not say whom it runs as", r.stderr)
 	}
+	r = runCmd(t, testproc.Helper(t, "custody-as-nobody", "--ledger", filepath.Join(own, "l.json"),
+		"register", "--pid", strconv.Itoa(theirs.Process.Pid)))
+	if r.code != 0 {
+		t.Errorf("register of its own process by uid 65534: %+v", r)
+	}
 }
 
 // TestProtected: stop refuses init and its own calling shell, register refuses them too, all

@@ -27,7 +27,7 @@ func (t *terminal) followStops(pid, pgid int) {
 				return // ECHILD: the child has been reaped
 			}
 			t.restore()
-			unix.Kill(unix.Getpid(), unix.SIGSTOP)
+			stopSelf()
 			// Continued: take the foreground back for the child only if the shell gave it to us.
 			if fg, err := unix.IoctlGetInt(t.fd, unix.TIOCGPGRP); err == nil && fg == t.pgrp {
 				t.handTo(pgid)
@@ -35,4 +35,16 @@ func (t *terminal) followStops(pid, pgid int) {
 			unix.Kill(-pgid, unix.SIGCONT)
 		}
 	}()
+}
+
+// stopSelf stops custody and returns only once it has been continued. kill(getpid(), SIGSTOP) is
+// not enough: a process-directed signal is taken by whichever thread the kernel picks, and the
+// calling thread runs on until that thread starts the group stop. In that window followStops saw
+// the terminal still custody's, gave it back to the child and continued it, all before custody
+// stopped; the shell then took the terminal, the child read from the background, and SIGTTIN
+// stopped it again right after fg. Sent to the calling thread, SIGSTOP (which cannot be blocked)
+// is taken on the way out of the tgkill(2) itself: the thread stops there and returns only after
+// SIGCONT, and the goroutine cannot change threads while it is in the system call.
+func stopSelf() {
+	unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
 }

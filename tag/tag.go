@@ -34,6 +34,21 @@ func EnvName(override string) string {
 	return DefaultEnv
 }
 
+// ValidEnvName reports whether name can name the tag variable: a portable environment name,
+// letters, digits and underscores, not starting with a digit. Anything else would not survive as
+// one variable: "A=B" would stamp A with "B=v1:…", and an empty name or a NUL is no variable.
+func ValidEnvName(name string) bool {
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
 // ErrMalformed is wrapped by every [Parse] error.
 var ErrMalformed = errors.New("tag: malformed spawn tag")
 

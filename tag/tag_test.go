@@ -97,6 +97,15 @@ func TestEnvName(t *testing.T) {
 	}
 }
 
+func TestValidEnvName(t *testing.T) {
+	for name, want := range map[string]bool{"CUSTODY_SPAWN": true, "HERMES_SPAWN": true, "_x9": true,
+		"": false, "9X": false, "A=B": false, "A B": false, "A\x00B": false, "Ä": false, "A-B": false} {
+		if got := ValidEnvName(name); got != want {
+			t.Errorf("ValidEnvName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 // FuzzParse: parsing never panics, whatever parses re-encodes to a tag that parses to the same
 // value, and every valid tag built from parts round-trips through String and Parse.
 func FuzzParse(f *testing.F) {

@@ -154,6 +154,12 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--grace", "abc", "--", "true"},
 		{"run", "--grace", "0s", "--", "true"},
 		{"run", "--purpose"},
+		{"run", "--purpose", "", "--", "true"},
+		{"run", "--purpose", "a:b", "--", "true"},
+		{"register", "--pid", "1", "--purpose", ""},
+		{"run", "--tag-env", "A=B", "--", "true"},
+		{"run", "--tag-env", "9X", "--", "true"},
+		{"run", "--tag-env", "PATH", "--", "true"}, // set, and not a spawn tag
 		{"stop", "--grace", "0s", "1"},
 		{"stop", "--json=maybe", "1"},
 		{"reap", "extra"},

@@ -80,8 +80,11 @@ func runRegister(ctx context.Context, o *registerOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.purpose == "" || o.port < 0 || o.port > 65535 {
-		return usagef("register: --purpose must be non-empty and --port within 0..65535")
+	if err := checkPurpose(o.purpose); err != nil {
+		return err
+	}
+	if o.port < 0 || o.port > 65535 {
+		return usagef("--port %d: not within 0..65535", o.port)
 	}
 	// A pidfd first, then the read that proves it names the process read; the row then carries
 	// the process's pidfs id where the kernel has them.

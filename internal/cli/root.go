@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"io"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -30,7 +32,30 @@ func (g *globals) open() (*ledger.Ledger, error) {
 
 func (g *globals) install() string { return tag.Install(g.installRoot) }
 
-func (g *globals) tagName() string { return tag.EnvName(g.tagEnv) }
+// tagName returns the name of the variable to stamp the spawn tag in. It refuses what is not an
+// environment name ("A=B" would stamp A with "B=v1:…"), and a name the environment already sets to
+// something other than a spawn tag: stamping PATH would replace the child's PATH. A spawn tag
+// already there (custody run under a program that custody started) is replaced, as it should be.
+func (g *globals) tagName() (string, error) {
+	name := tag.EnvName(g.tagEnv)
+	if !tag.ValidEnvName(name) {
+		return "", usagef("--tag-env %q: not an environment variable name (letters, digits and _, not starting with a digit)", name)
+	}
+	if v := os.Getenv(name); v != "" {
+		if _, err := tag.Parse(v); err != nil {
+			return "", usagef("--tag-env %s: the environment already sets %s to something that is not a spawn tag; custody would overwrite it", name, name)
+		}
+	}
+	return name, nil
+}
+
+// checkPurpose refuses a purpose that cannot be a spawn tag's field, for run and register alike.
+func checkPurpose(purpose string) error {
+	if purpose == "" || strings.Contains(purpose, ":") {
+		return usagef("--purpose %q: must be non-empty and hold no ':' (it is a field of the spawn tag)", purpose)
+	}
+	return nil
+}
 
 const rootHelp = `custody makes every long-lived child process positively identified, makes it die
 with its owner however the owner dies, signals only through proven authority, and reaps after a

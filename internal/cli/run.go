@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -21,14 +23,20 @@ type runOptions struct {
 	purpose string
 	grace   time.Duration
 	keep    bool
+	verbose bool
 	argv    []string
 }
 
 const runHelp = `Start CMD as an owned child in a process group of its own, stamp the spawn tag, record it in
 the ledger and cover it with the owner-death supervisor. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
-and SIGUSR2 sent to custody are forwarded to the child's group. When the child exits, whatever is
-left of its group is stopped (SIGTERM, the grace, SIGKILL), its row is dropped, and custody exits
-with the child's exit code, or 128+N when a signal N killed it.
+and SIGUSR2 sent to custody are forwarded to the child's group, and SIGWINCH too when custody is
+not the terminal's foreground (in a terminal the child's group is, and the terminal tells it). When
+the child exits, whatever is left of its group is stopped (SIGTERM, the grace, SIGKILL), its row is
+dropped, and custody exits with the child's exit code, or 128+N when a signal N killed it;
+--verbose then says on stderr how it ended and what was stopped after it.
+
+--purpose must be non-empty and hold no ':', and the tag variable (--tag-env) must be an
+environment name not already set to something other than a spawn tag.
 
 If custody itself dies, by any cause (SIGKILL, OOM, a crash), the supervisor stops the whole group
 within the grace. If the supervisor dies, custody says so on standard error, starts a new one
@@ -49,8 +57,8 @@ EXIT STATUS
   128+N   the child was killed by signal N
   1       custody could not start or record the child; whatever it had started was killed
   2       bad flags or arguments
-  126     CMD could not be executed
-  127     CMD was not found
+  126     CMD was found but could not be executed
+  127     CMD was not found (in $PATH, or at the path given)
   11      the ledger lock was held too long by another process; the child was not started`
 
 func newRun(g *globals) *cli.Command {
@@ -58,7 +66,7 @@ func newRun(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:         "run",
 		Usage:        "Run a command as an owned child that dies with custody",
-		UsageText:    "custody run [--purpose P] [--grace D] [--keep] -- CMD [ARGS]",
+		UsageText:    "custody run [--purpose P] [--grace D] [--keep] [--verbose] -- CMD [ARGS]",
 		Description:  runHelp,
 		StopOnNthArg: new(1), // flags after CMD belong to CMD
 		ArgValidator: minArgs(1),
@@ -68,6 +76,8 @@ func newRun(g *globals) *cli.Command {
 			&cli.BoolFlag{Name: "keep", Destination: &o.keep, Usage: "never let reap stop it after a crash"},
 			&cli.StringFlag{Name: "purpose", Value: "run", Destination: &o.purpose,
 				Usage: "what the child is for: serve, gateway, mcp-helper, …"},
+			&cli.BoolFlag{Name: "verbose", Destination: &o.verbose,
+				Usage: "say on stderr how the child ended and what was stopped after it"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			o.argv = argsAsGiven(cmd)
@@ -82,12 +92,21 @@ var forwarded = forwardedSignals()
 func runRun(ctx context.Context, o *runOptions) error {
 	ctx = context.WithoutCancel(ctx) // signals are forwarded, not taken as custody's own end
 	if o.grace <= 0 {
-		return usagef("run: --grace must be positive")
+		return usagef("--grace %v: must be positive", o.grace)
+	}
+	if err := checkPurpose(o.purpose); err != nil {
+		return err
+	}
+	tagEnv, err := o.tagName()
+	if err != nil {
+		return err
 	}
 	path, err := exec.LookPath(o.argv[0])
 	if err != nil {
 		fmt.Fprintf(o.stderr, "custody: error: run: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) {
+		// A shell's convention: 127 for a command that is not there, whether looked up in $PATH
+		// or named by a path; 126 for one that is there but cannot be run.
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return statusError{127}
 		}
 		return statusError{126}
@@ -96,16 +115,22 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: o.tagName(),
+	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
 		Supervisor: &supervise.Client{Grace: o.grace, Notify: o.coverage}}
 	defer owner.Supervisor.Close()
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	tty := foreground(cmd)
+	relay := forwarded
+	if tty == nil {
+		// Not the terminal's foreground: the terminal does not tell the child's group that its
+		// size changed, whoever tells custody (a multiplexer, a terminal emulator's child) must.
+		relay = append(slices.Clip(relay), resizeSignals()...)
+	}
 	sigs := make(chan os.Signal, 8)
-	if len(forwarded) > 0 { // Notify with no signals would relay every signal
-		signal.Notify(sigs, forwarded...)
+	if len(relay) > 0 { // Notify with no signals would relay every signal
+		signal.Notify(sigs, relay...)
 		defer signal.Stop(sigs)
 	}
 	child, err := owner.Start(ctx, cmd, custody.StartOptions{Purpose: o.purpose, Keep: o.keep, SharedConsole: true})
@@ -123,10 +148,36 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 	}
 	tty.restore()
-	if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
+	res := child.Stop(ctx, stop.Options{Grace: o.grace})
+	if !res.OK() {
 		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's group: %s: %s\n", res.Outcome, res.Reason)
 	}
-	return statusError{exitStatus(child.Wait())}
+	code := exitStatus(child.Wait())
+	if o.verbose {
+		fmt.Fprintf(o.stderr, "custody: run: pid %d %s; %s\n", child.ID.PID, ended(code), leftover(res))
+	}
+	return statusError{code}
+}
+
+// ended says how the child ended, from its exit status.
+func ended(code exitCode) string {
+	if code > 128 {
+		return fmt.Sprintf("was killed by signal %d (exit status %d)", code-128, code)
+	}
+	return fmt.Sprintf("exited with status %d", code)
+}
+
+// leftover says what the stop after the child's exit found and did.
+func leftover(res stop.Result) string {
+	switch {
+	case res.Outcome == stop.AlreadyExited:
+		return "nothing was left in its scope"
+	case res.Outcome == stop.Exited && res.Forced:
+		return "what was left in its scope was killed after the grace"
+	case res.Outcome == stop.Exited:
+		return "what was left in its scope was stopped"
+	}
+	return fmt.Sprintf("what was left in its scope: %s: %s", res.Outcome, res.Reason)
 }
 
 // coverage reports each loss of the child's cover against custody's death, and its return: while

@@ -15,6 +15,9 @@ func forwardedSignals() []os.Signal {
 	return []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
 }
 
+// resizeSignals are forwarded too when custody is not the terminal's foreground (see runRun).
+func resizeSignals() []os.Signal { return []os.Signal{unix.SIGWINCH} }
+
 func signalled(ee *exec.ExitError) (int, bool) {
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() {

@@ -17,6 +17,9 @@ import (
 // forwardedSignals is empty on Windows: console control events reach the child directly.
 func forwardedSignals() []os.Signal { return nil }
 
+// resizeSignals is empty: a Windows console tells every attached process of a resize itself.
+func resizeSignals() []os.Signal { return nil }
+
 func signalled(*exec.ExitError) (int, bool) { return 0, false }
 
 type terminal struct{}

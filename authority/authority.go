@@ -24,6 +24,10 @@
 //   - Process groups have no handle anywhere: [Group.Signal] re-checks the group's identity
 //     immediately before kill(-pgid), with the same kind of window.
 //
+// Whatever a record proves, [Guard] refuses init, kernel threads, the caller and its ancestors
+// ([ProtectedError]), and [CheckOwner] refuses a process that runs as another user than the one
+// whose ledger recorded it: a record is a claim, not a licence.
+//
 // Errors are sorted for the stop outcomes: one wrapping [procid.ErrGone] means the process had
 // already exited and nothing was signalled (already-exited); one wrapping [ErrNoAuthority] means
 // identity could not be proven and nothing was signalled (no-authority); a signal the OS refused

@@ -1,7 +1,7 @@
 // Package reap stops what crashed sessions left behind, only with proof. A row is reaped when it
-// is reapable, its own identity is proven now, its spawner was recorded and is provably dead, and
-// it is neither the reaper nor one of its ancestors. Unknown anywhere means keep. Every decision
-// carries its reason.
+// is reapable, its own identity is proven now, its spawner was recorded and is provably dead, it
+// is neither the reaper nor one of its ancestors (nor init, nor a kernel thread), and it runs as
+// the ledger's owner. Unknown anywhere means keep. Every decision carries its reason.
 //
 // The rules are never wider than the sweep of Hermes, the other program that shares the ledger: a
 // row without a recorded spawner is never reaped, whatever its age or parent, since Hermes keeps

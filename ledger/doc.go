@@ -23,6 +23,17 @@
 //     NaN, Infinity and -Infinity that Python's json.dumps writes are accepted as values and kept
 //     byte for byte. A row whose identity fields (pid, create_time, boot_start, start_ticks) are
 //     not numbers names no process: it is malformed.
+//   - Another program may write without the lock (Hermes does, after waiting 2 s for it). Just
+//     before its rename, a writer checks that the ledger is still the file it read (inode, size
+//     and modification time); if not, it reads the file in place again and applies its change to
+//     those rows ([Report.Merged] counts it), so a stalled custody writer never renames a stale
+//     read-modify-write over the other program's row. The check and the rename are two system
+//     calls: a writer without the lock that renames between them still wins, in a window of
+//     microseconds where it was the whole time the lock was held.
+//   - A row for a PID already recorded replaces it; when both name the same incarnation exactly
+//     (start ticks, or boot-relative start within one boot), the fields the new row lacks
+//     (absent or null) are kept from the old one, so a program re-registering a child custody
+//     started keeps custody's pgid, scope, owner, reapable and containment.
 //   - Rows are kept byte for byte unless custody changes them, so fields written by other programs
 //     survive every rewrite; rows that lack custody's own fields read with those fields nil.
 //   - A row is pruned only on proof: it is malformed (not an object, no positive integer pid, or

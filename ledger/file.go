@@ -233,7 +233,10 @@ func createTemp(path string, size int64) (*os.File, error) {
 // finishTemp completes f with write and renames it over path, so a crash at any instant leaves
 // either the old or the new file. No fsync: see the package doc. With keep, f stays open and its
 // FileInfo as written is returned (for a snapshot); otherwise f is closed before the rename.
-func finishTemp(f *os.File, path string, write func(io.Writer) error, keep bool) (fi os.FileInfo, err error) {
+//
+// check runs last before the rename; its error (see errStale) is returned as it is, and the
+// temporary file is removed.
+func finishTemp(f *os.File, path string, write func(io.Writer) error, keep bool, check func() error) (fi os.FileInfo, err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -250,6 +253,9 @@ func finishTemp(f *os.File, path string, write func(io.Writer) error, keep bool)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("write ledger: %w", err)
+	}
+	if err := check(); err != nil {
+		return nil, err
 	}
 	if err := rename(f.Name(), path); err != nil {
 		return nil, fmt.Errorf("write ledger: %w", err)

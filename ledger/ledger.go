@@ -61,6 +61,9 @@ type Report struct {
 	Pruned      int           // rows dropped as provably dead or replaced by the written PID
 	Malformed   int           // elements dropped because they were not rows
 	Quarantined *CorruptError // the corrupt file moved aside before this write, if any
+	// Merged counts the times the write found the ledger replaced by a writer that does not take
+	// the lock, and applied its change again to the rows of the file in place.
+	Merged int
 }
 
 // Update is the single write path: under the lock it reads the rows, prunes them (replaced names

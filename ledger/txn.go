@@ -3,6 +3,7 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,9 +20,12 @@ type Txn struct {
 	unlock func()
 	tmp    *os.File
 	old    *os.File // the file read, held open until it is replaced (see releaseReplaced)
-	buf    *[]byte  // from readBufs; the rows alias it
-	rows   []Row
-	rep    Report
+	// read identifies the file read, or is nil when there was none: the rename checks that the
+	// ledger is still that file (see errStale).
+	read os.FileInfo
+	buf  *[]byte // from readBufs; the rows alias it
+	rows []Row
+	rep  Report
 	// prewritten reports that the temporary file already holds the opening of the array and the
 	// kept rows (see BeginAppend).
 	prewritten bool
@@ -75,19 +79,27 @@ func (tx *Txn) prepare(probe bool) (err error) {
 	if s := l.takeSnapshot(); s != nil && s.current(l.path) {
 		// The ledger is the file this handle wrote last: its rows are known. Temporary files of
 		// writers that died since are left to the next full read.
-		rows, size, tx.buf, tx.old = s.rows, s.fi.Size(), s.buf, s.file
+		rows, size, tx.buf, tx.old, tx.read = s.rows, s.fi.Size(), s.buf, s.file, s.fi
 	} else {
 		if s != nil {
 			s.release()
 		}
 		removeStaleTemps(l.path)
+		pre, err := lstatNow(l.path)
+		if err != nil {
+			return fmt.Errorf("read ledger: %w", err)
+		}
 		tx.buf = readBufs.Get().(*[]byte)
+		quarantined := tx.rep.Quarantined
 		p, data, old, err := l.readLocked(&tx.rep, *tx.buf)
 		*tx.buf, tx.old = data, old
 		if err != nil {
 			return err
 		}
-		rows, size, tx.rep.Malformed = p.rows, int64(len(data)), p.malformed
+		if tx.rep.Quarantined != quarantined {
+			pre = nil // moved aside: no file is in place now
+		}
+		rows, size, tx.rep.Malformed, tx.read = p.rows, int64(len(data)), p.malformed, readStat(old, pre)
 	}
 	tx.rows = prune(rows, &tx.rep, probe)
 	// Room for the kept rows and one more: most writes add or drop a row.
@@ -99,17 +111,35 @@ func (tx *Txn) prepare(probe bool) (err error) {
 
 // Commit drops the rows of the replaced PIDs, passes the rest to fn and atomically replaces the
 // file with what fn returns, then releases the lock. fn must not block.
+//
+// When the ledger was replaced since it was read (by a writer that does not take the lock), the
+// file in place is read again and the change applied to its rows: fn may be called more than once.
 func (tx *Txn) Commit(replaced []int, fn func(rows []Row) ([]Row, error)) (Report, error) {
 	defer tx.Abort()
+	for try := 0; ; try++ {
+		err := tx.commitOnce(replaced, fn)
+		if !errors.Is(err, errStale) {
+			return tx.rep, err
+		}
+		if try == maxMerges {
+			return tx.rep, fmt.Errorf("write ledger: replaced %d times under the lock: %w", try+1, err)
+		}
+		if err := tx.reread(); err != nil {
+			return tx.rep, err
+		}
+	}
+}
+
+func (tx *Txn) commitOnce(replaced []int, fn func(rows []Row) ([]Row, error)) error {
 	rows := slices.DeleteFunc(tx.rows, func(r Row) bool { return slices.Contains(replaced, r.PID) })
 	tx.rep.Pruned += len(tx.rows) - len(rows)
 	rows, err := fn(rows)
 	if err != nil {
-		return tx.rep, err
+		return err
 	}
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.rep, tx.finish(tmp, rows, func(w io.Writer) error {
+	return tx.finish(tmp, rows, func(w io.Writer) error {
 		if tx.prewritten { // the change is not a plain append: start the file again
 			if err := tmp.Truncate(0); err != nil {
 				return err
@@ -190,9 +220,9 @@ func (tx *Txn) Append(row Row) (Report, error) {
 		tx.Abort()
 		return tx.rep, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)
 	}
-	add := func(rows []Row) ([]Row, error) { return append(rows, row), nil }
+	add := func(rows []Row) ([]Row, error) { return replaceRow(rows, row, &tx.rep) }
 	if !tx.prewritten || slices.ContainsFunc(tx.rows, func(r Row) bool { return r.PID == row.PID }) {
-		return tx.Commit([]int{row.PID}, add)
+		return tx.Commit(nil, add)
 	}
 	defer tx.Abort()
 	raw, err := row.Raw()
@@ -202,15 +232,22 @@ func (tx *Txn) Append(row Row) (Report, error) {
 	row.raw = raw // for the snapshot, which would encode it again
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.rep, tx.finish(tmp, append(tx.rows, row), func(w io.Writer) error {
+	err = tx.finish(tmp, append(tx.rows, row), func(w io.Writer) error {
 		return encodeClose(w, len(tx.rows), raw)
 	})
+	if !errors.Is(err, errStale) {
+		return tx.rep, err
+	}
+	if err := tx.reread(); err != nil {
+		return tx.rep, err
+	}
+	return tx.Commit(nil, add)
 }
 
 // finish writes and renames the temporary file over the ledger, then lets the replaced file go
 // and keeps the new one, with rows, as the handle's snapshot where files may be held.
 func (tx *Txn) finish(tmp *os.File, rows []Row, write func(io.Writer) error) error {
-	fi, err := finishTemp(tmp, tx.l.path, write, holdFiles)
+	fi, err := finishTemp(tmp, tx.l.path, write, holdFiles, func() error { return checkUnchanged(tx.l.path, tx.read) })
 	if err != nil {
 		return err
 	}

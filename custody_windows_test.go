@@ -110,7 +110,7 @@ func startWorker(cmd *exec.Cmd) (*exec.Cmd, string, error) {
 func helperOwner(args []string) int {
 	o := &custody.Owner{Ledger: ledger.Open(args[0])}
 	cmd := exec.Command(os.Args[0], "-grandchild")
-	cmd.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=worker")
+	cmd.Env = append(os.Environ(), testproc.Env("worker"))
 	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

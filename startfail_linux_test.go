@@ -50,6 +50,7 @@ func TestStartFailures(t *testing.T) {
 			o := &custody.Owner{Ledger: l, Supervisor: &supervise.Client{Grace: time.Second}}
 			defer o.Supervisor.Close()
 			mark := testproc.Mark()
+			testproc.CleanupMarked(t, mark)
 			ran := filepath.Join(t.TempDir(), "ran")
 			cmd := testproc.Helper(t, "worker", "grandchild")
 			cmd.Env = append(cmd.Env, mark, "WORKER_RAN="+ran)

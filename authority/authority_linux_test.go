@@ -128,7 +128,7 @@ func TestPIDReuseWitness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := waitCtx(t, helperTimeout(t))
+	ctx := waitCtx(t, testproc.Timeout(t))
 	cmd := exec.CommandContext(ctx, exe, "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), pidnsEnv+"=1", "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{

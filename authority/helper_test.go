@@ -57,13 +57,9 @@ func startHelper(t testing.TB, name string, configure func(*exec.Cmd), args ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), helperTimeout(t))
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd := testproc.Command(t, exe, args...) // bounded by the test's deadline; see there
 	// A race-enabled binary sleeps a second at exit (atexit_sleep_ms) unless told otherwise.
 	cmd.Env = append(os.Environ(), testproc.Env(name), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
-	cmd.Cancel = func() error { return cancelSignal(cmd.Process) }
-	cmd.WaitDelay = 5 * time.Second
-	setDeathSignal(cmd)
 	if configure != nil {
 		configure(cmd)
 	}
@@ -78,7 +74,6 @@ func startHelper(t testing.TB, name string, configure func(*exec.Cmd), args ...s
 	}
 	cmd.Stdout = w
 	if err := cmd.Start(); err != nil {
-		cancel()
 		t.Fatalf("start helper %s: %v", name, err)
 	}
 	w.Close()
@@ -93,7 +88,6 @@ func startHelper(t testing.TB, name string, configure func(*exec.Cmd), args ...s
 	}()
 	go func() {
 		c.err = cmd.Wait()
-		cancel()
 		close(c.done)
 	}()
 	t.Cleanup(func() {
@@ -111,15 +105,6 @@ func startHelper(t testing.TB, name string, configure func(*exec.Cmd), args ...s
 		}
 	})
 	return c
-}
-
-func helperTimeout(t testing.TB) time.Duration {
-	if dt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if d, ok := dt.Deadline(); ok {
-			return time.Until(d) - 5*time.Second
-		}
-	}
-	return 5 * time.Minute
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }

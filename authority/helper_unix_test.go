@@ -3,13 +3,9 @@
 package authority_test
 
 import (
-	"os"
 	"os/exec"
 	"syscall"
 )
-
-// cancelSignal asks a helper past its deadline for a goroutine dump.
-func cancelSignal(p *os.Process) error { return p.Signal(syscall.SIGQUIT) }
 
 // setpgid makes the helper lead a new process group.
 func setpgid(cmd *exec.Cmd) { sysProcAttr(cmd).Setpgid = true }

@@ -46,7 +46,7 @@ func helperChild(args []string) int {
 	line := "ready " + strconv.Itoa(os.Getpid())
 	if len(args) > 1 && args[1] == "member" {
 		m := exec.Command(os.Args[0], "ignore") // same group, ignores TERM too: only KILL ends it
-		m.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=child")
+		m.Env = append(os.Environ(), testproc.Env("child"))
 		m.Stdin = os.NewFile(3, "lifeline") // the test's second lifeline: it outlives this process
 		out, _ := m.StdoutPipe()
 		if err := m.Start(); err != nil {

@@ -4,7 +4,6 @@ package supervise_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,9 +70,10 @@ type helperProc struct {
 	err   error         // Wait's result, set before done closes
 }
 
-// startHelper starts the test binary as the named helper. The process is killed and waited in
-// t.Cleanup if the test did not wait for it, gets SIGQUIT (a goroutine dump) when the test's
-// deadline nears, has Pdeathsig SIGKILL on Linux, and its stderr goes to t.Logf.
+// startHelper starts the test binary as the named helper. The process is bounded as
+// testproc.Command bounds every test process (SIGQUIT as the test's deadline nears, WaitDelay,
+// Pdeathsig), killed and waited in t.Cleanup if the test did not wait for it, and its stderr goes
+// to t.Logf.
 func startHelper(tb testing.TB, name string, args []string, o helperOpts) *helperProc {
 	tb.Helper()
 	exe, err := os.Executable()
@@ -89,14 +88,10 @@ func startHelper(tb testing.TB, name string, args []string, o helperOpts) *helpe
 func startProcess(tb testing.TB, name, path string, args []string, o helperOpts) *helperProc {
 	tb.Helper()
 	var err error
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout(tb))
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := testproc.Command(tb, path, args...) // bounded by the test's deadline; see there
 	cmd.Env = append(os.Environ(), o.env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
-	cmd.WaitDelay = 5 * time.Second
 	cmd.ExtraFiles = o.extra
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: o.setpgid && !o.setsid, Setsid: o.setsid}
-	lastResort(cmd.SysProcAttr)
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Setsid = o.setpgid && !o.setsid, o.setsid
 	h := &helperProc{tb: tb, name: name, cmd: cmd, done: make(chan struct{})}
 	if o.stdin != nil {
 		cmd.Stdin = o.stdin
@@ -122,7 +117,6 @@ func startProcess(tb testing.TB, name, path string, args []string, o helperOpts)
 		}()
 	}
 	if err := cmd.Start(); err != nil {
-		cancel()
 		tb.Fatalf("start helper %s: %v", name, err)
 	}
 	cmd.Stderr.(*os.File).Close()
@@ -131,7 +125,6 @@ func startProcess(tb testing.TB, name, path string, args []string, o helperOpts)
 	}
 	go func() {
 		h.err = cmd.Wait()
-		cancel()
 		close(h.done)
 	}()
 	tb.Cleanup(func() {
@@ -245,16 +238,6 @@ func supID(tb testing.TB, lines []string) procid.ID {
 
 // alive reports whether the incarnation is alive now.
 func alive(id procid.ID) bool { return id.Verify() == nil }
-
-// testTimeout bounds a helper: the test's deadline less a margin, or 2 minutes.
-func testTimeout(tb testing.TB) time.Duration {
-	if t, ok := tb.(interface{ Deadline() (time.Time, bool) }); ok {
-		if d, ok := t.Deadline(); ok {
-			return max(time.Until(d)-5*time.Second, time.Second)
-		}
-	}
-	return 2 * time.Minute
-}
 
 // newLifeline returns the read end of a pipe whose write end only this test holds, closed at
 // cleanup: helpers read it as stdin and exit at EOF, so a broken test cannot leak them for long.

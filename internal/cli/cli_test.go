@@ -22,9 +22,8 @@ import (
 )
 
 const (
-	helperEnv = "CUSTODY_TEST_HELPER" // testproc's dispatch variable
 	// nextHelperEnv names the helper that a "custody" helper's `custody run` is to start: Windows
-	// has no `env` to pass one through, so the custody helper hands it on in helperEnv.
+	// has no `env` to pass one through, so the custody helper hands it on in testproc's variable.
 	nextHelperEnv = "CUSTODY_TEST_NEXT_HELPER"
 )
 
@@ -37,7 +36,8 @@ func TestMain(m *testing.M) {
 	})
 	testproc.Register("custody", func([]string) int {
 		if next := os.Getenv(nextHelperEnv); next != "" {
-			os.Setenv(helperEnv, next) // what custody run starts inherits it
+			k, v, _ := strings.Cut(testproc.Env(next), "=")
+			os.Setenv(k, v) // what custody run starts inherits it
 			os.Unsetenv(nextHelperEnv)
 		}
 		return cli.Main()

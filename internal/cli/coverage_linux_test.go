@@ -22,8 +22,11 @@ import (
 // as it covers the child. custody run says so on stderr each time, and each time that the child
 // is covered again; its own SIGKILL then still takes the child's whole group with it.
 func TestRunSupervisorKilledTwice(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
 	cmd := testproc.Helper(t, "custody", "--ledger", ledgerPath(t), "run", "--grace", "1s", "--",
 		"sh", "-c", "sleep 1000 & echo pids $$ $!; wait")
+	cmd.Env = append(cmd.Env, mark)
 	errs := &screen{}
 	cmd.Stderr = errs
 	p := testproc.Start(t, cmd)
@@ -92,4 +95,30 @@ func killID(id procid.ID) error {
 		return err
 	}
 	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+}
+
+// TestRunKilled: SIGKILL of custody run kills the whole scope within the grace. Whatever the
+// outcome, nothing the test started outlives it: its processes carry a mark, and the survivors of
+// a failure are killed at its end.
+func TestRunKilled(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	cmd := testproc.Helper(t, "custody", "--ledger", ledgerPath(t), "run", "--grace", "1s", "--",
+		"sh", "-c", "sleep 1000 & echo pids $$ $!; wait")
+	cmd.Env = append(cmd.Env, mark)
+	p := testproc.Start(t, cmd)
+	var scope []procid.ID
+	for _, s := range p.Expect("pids ", 10*time.Second) {
+		scope = append(scope, readID(t, atoi(s)))
+	}
+	p.Process.Signal(syscall.SIGKILL)
+	p.Wait()
+	testproc.WaitFor(t, 5*time.Second, func() error { // grace 1s; a loaded machine takes longer
+		for _, id := range scope {
+			if id.Verify() == nil {
+				return fmt.Errorf("%v of the scope still runs", id)
+			}
+		}
+		return nil
+	})
 }

@@ -104,7 +104,7 @@ func startCat(ownGroup bool) (*exec.Cmd, interface{ Close() error }) {
 func runCustody(args ...string) ([]byte, error) {
 	exe, _ := os.Executable()
 	c := exec.Command(exe, args...)
-	c.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=custody")
+	c.Env = append(os.Environ(), testproc.Env("custody"))
 	c.Stderr = os.Stderr
 	return c.Output()
 }

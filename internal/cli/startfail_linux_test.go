@@ -51,6 +51,7 @@ func TestRunStartFailures(t *testing.T) {
 			}
 			tc.make(t, path)
 			mark := testproc.Mark()
+			testproc.CleanupMarked(t, mark)
 			cmd.Env = append(cmd.Env, mark)
 			r := runCmd(t, cmd)
 			t.Logf("exit %d: %s", r.code, r.stderr)

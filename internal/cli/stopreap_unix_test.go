@@ -34,7 +34,7 @@ func init() {
 	testproc.Register("spawner", func(args []string) int {
 		exe, _ := os.Executable()
 		reg := exec.Command(exe, args...)
-		reg.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=custody")
+		reg.Env = append(os.Environ(), testproc.Env("custody"))
 		reg.Stderr = os.Stderr
 		if err := reg.Run(); err != nil {
 			fmt.Println("error", err)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // markEnv is the variable [Mark] sets: its value is unique to one call.
@@ -27,7 +29,6 @@ func Marked(mark string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := append([]byte(mark), 0)
 	var found []int
 	for _, e := range d {
 		pid, err := strconv.Atoi(e.Name())
@@ -35,12 +36,43 @@ func Marked(mark string) ([]int, error) {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+		if err != nil || !carries(env, mark) {
 			continue // gone, or a kernel thread, or not ours to read
 		}
 		found = append(found, pid)
 	}
 	return found, nil
+}
+
+// KillMarked SIGKILLs every live process that carries mark, and returns their PIDs: the cleanup
+// of a test whose processes may have outlived it. Each is signalled through a pidfd opened before
+// its environment is read, so a PID recycled meanwhile names a process whose environment does
+// not hold the mark, and is left alone.
+func KillMarked(mark string) []int {
+	pids, _ := Marked(mark)
+	var killed []int
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err == nil && carries(env, mark) && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
+			killed = append(killed, pid)
+		}
+		unix.Close(fd)
+	}
+	return killed
+}
+
+// CleanupMarked kills the processes carrying mark at the test's end (see [KillMarked]), and
+// fails the test if there were any.
+func CleanupMarked(t testing.TB, mark string) {
+	t.Cleanup(func() {
+		if pids := KillMarked(mark); len(pids) > 0 {
+			t.Errorf("processes of the test were left running, killed at its end: %v", pids)
+		}
+	})
 }
 
 // NoSurvivors fails t unless every process carrying mark has exited within timeout. SIGKILLed
@@ -57,4 +89,9 @@ func NoSurvivors(t testing.TB, mark string, timeout time.Duration) {
 		}
 		return nil
 	})
+}
+
+// carries reports whether env, a /proc/PID/environ, holds the assignment mark.
+func carries(env []byte, mark string) bool {
+	return bytes.Contains(append([]byte{0}, env...), []byte("\x00"+mark+"\x00"))
 }

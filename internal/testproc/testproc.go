@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -109,6 +110,8 @@ type Proc struct {
 	waited chan struct{}
 	err    error
 	once   sync.Once
+	// watchdog sends SIGQUIT at the test's deadline to a cmd not from Command (see Start).
+	watchdog *time.Timer
 }
 
 // Helper returns an unstarted command running the named helper with args.
@@ -118,8 +121,25 @@ func Helper(t testing.TB, name string, args ...string) *exec.Cmd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, args...)
+	cmd := Command(t, exe, args...)
 	cmd.Env = append(os.Environ(), Env(name))
+	return cmd
+}
+
+// Command returns an unstarted command for path and args, bounded as every process a test starts
+// is: at [Timeout] (or when the test has ended) it gets SIGQUIT, which makes a Go helper dump its
+// goroutines into the log, and SIGKILL [WaitDelay] later; Wait gives up on its output WaitDelay
+// after it exited (a surviving descendant holding the pipes would otherwise hang it); and on
+// Linux it dies with the test's thread that started it (Pdeathsig), a last resort for a crashed
+// test. Set SysProcAttr's other fields on the one it has, rather than replacing it.
+func Command(t testing.TB, path string, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout(t))
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = WaitDelay
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	setDeathSignal(cmd)
 	return cmd
 }
 
@@ -140,12 +160,33 @@ func Use(name string) string {
 	return name
 }
 
+// WaitDelay is how long [Proc.Wait] waits, after the process exited, for the descendants that
+// inherited its output to let go of it (see exec.Cmd.WaitDelay): a survivor of a failed test
+// would otherwise hold the pipe, and Wait with it, until go test's own timeout.
+const WaitDelay = 5 * time.Second
+
+// Timeout is how long a process a test starts may run: until the test's deadline less a margin
+// in which the test can still report, or 2 minutes without a deadline.
+func Timeout(t testing.TB) time.Duration {
+	if dt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if d, ok := dt.Deadline(); ok {
+			return max(time.Until(d)-10*time.Second, time.Second)
+		}
+	}
+	return 2 * time.Minute
+}
+
 // Start starts cmd with its stdin a pipe (the child's lifeline: it sees EOF when the test ends)
-// and its stdout read as lines; stderr is logged. Cleanup kills it by handle and waits.
+// and its stdout read as lines; stderr is logged. Cleanup kills it by handle and waits. A cmd
+// not made by [Command] (exec.Command("cat")) is bounded the same way: SIGQUIT at [Timeout],
+// SIGKILL WaitDelay later, and Wait gives up on its output WaitDelay after it exited.
 func Start(t testing.TB, cmd *exec.Cmd) *Proc {
 	t.Helper()
 	p := &Proc{Cmd: cmd, t: t, lines: make(chan string, 1024), waited: make(chan struct{})}
 	setDeathSignal(cmd)
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = WaitDelay
+	}
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -159,6 +200,12 @@ func Start(t testing.TB, cmd *exec.Cmd) *Proc {
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %v: %v", cmd.Args, err)
+	}
+	if cmd.Cancel == nil { // not from Command: no context bounds it
+		p.watchdog = time.AfterFunc(Timeout(t), func() {
+			cmd.Process.Signal(syscall.SIGQUIT) // through the handle: never another process
+			time.AfterFunc(WaitDelay, func() { cmd.Process.Kill() })
+		})
 	}
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -187,6 +234,9 @@ func (p *Proc) Stdin() io.WriteCloser { return p.stdin }
 func (p *Proc) Wait() error {
 	p.once.Do(func() {
 		p.err = p.Cmd.Wait()
+		if p.watchdog != nil {
+			p.watchdog.Stop()
+		}
 		close(p.waited)
 	})
 	<-p.waited

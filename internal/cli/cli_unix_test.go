@@ -18,6 +18,7 @@ import (
 
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/tag"
 )
 
 func cat(t *testing.T) int {
@@ -237,5 +238,34 @@ func TestSuperviseForms(t *testing.T) {
 	}
 	if _, err := os.Lstat(sock); err == nil {
 		t.Errorf("the socket outlived the supervisor")
+	}
+}
+
+// TestHermesHome: one setting, --hermes-home or $CUSTODY_HERMES_HOME, points the ledger, the
+// install id and the tag variable at Hermes's; each flag given beside it wins for its part.
+func TestHermesHome(t *testing.T) {
+	home := t.TempDir()
+	led := filepath.Join(home, "spawn-ledger.json")
+	cmd := testproc.Helper(t, "custody", "run", "--purpose", "serve", "--", "sh", "-c", `echo "$HERMES_SPAWN"`)
+	cmd.Env = append(cmd.Env, "CUSTODY_HERMES_HOME="+home)
+	r := runCmd(t, cmd)
+	tg, err := tag.Parse(strings.TrimSpace(r.stdout))
+	if r.code != 0 || err != nil || tg.Install != tag.Install(home) || tg.Purpose != "serve" {
+		t.Fatalf("custody run under $CUSTODY_HERMES_HOME: %+v; tag %+v, %v; want HERMES_SPAWN naming install %s", r, tg, err, tag.Install(home))
+	}
+	pid := strconv.Itoa(cat(t))
+	if r := runCLI(t, "--hermes-home", home, "register", "--pid", pid); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	body, err := os.ReadFile(led)
+	if err != nil || !strings.Contains(string(body), `"install":"`+tag.Install(home)+`"`) {
+		t.Fatalf("%s: %s, %v; want a row of install %s", led, body, err, tag.Install(home))
+	}
+	other := filepath.Join(t.TempDir(), "other.json")
+	if r := runCLI(t, "--hermes-home", home, "--ledger", other, "--install-root", "/opt/x", "register", "--pid", pid); r.code != 0 {
+		t.Fatalf("register with overrides: %+v", r)
+	}
+	if body, err := os.ReadFile(other); err != nil || !strings.Contains(string(body), tag.Install("/opt/x")) {
+		t.Errorf("--ledger and --install-root beside --hermes-home: %s, %v", body, err)
 	}
 }

@@ -18,26 +18,27 @@ type globals struct {
 	ledger      string
 	tagEnv      string
 	installRoot string
+	hermesHome  string // --hermes-home: defaults for the three above (see hermes.go)
 	stdout      io.Writer
 	stderr      io.Writer
 }
 
 func (g *globals) open() (*ledger.Ledger, error) {
-	p, err := ledger.Resolve(g.ledger)
+	p, err := ledger.Resolve(g.ledgerPath())
 	if err != nil {
 		return nil, err
 	}
 	return ledger.Open(p), nil
 }
 
-func (g *globals) install() string { return tag.Install(g.installRoot) }
+func (g *globals) install() string { return tag.Install(g.installRootDir()) }
 
 // tagName returns the name of the variable to stamp the spawn tag in. It refuses what is not an
 // environment name ("A=B" would stamp A with "B=v1:…"), and a name the environment already sets to
 // something other than a spawn tag: stamping PATH would replace the child's PATH. A spawn tag
 // already there (custody run under a program that custody started) is replaced, as it should be.
 func (g *globals) tagName() (string, error) {
-	name := tag.EnvName(g.tagEnv)
+	name := tag.EnvName(g.tagEnvName())
 	if !tag.ValidEnvName(name) {
 		return "", usagef("--tag-env %q: not an environment variable name (letters, digits and _, not starting with a digit)", name)
 	}
@@ -128,6 +129,7 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 				Usage: "ledger file (default $CUSTODY_LEDGER, else the user's state directory)"},
 			&cli.StringFlag{Name: "tag-env", Destination: &g.tagEnv,
 				Usage: "name of the spawn tag variable (default $CUSTODY_TAG_ENV, else CUSTODY_SPAWN)"},
+			hermesHomeFlag(g),
 		},
 		Commands: []*cli.Command{newDoctor(g), newHelp(), newPs(g), newReap(g), newRegister(g), newRun(g),
 			newStop(g), newSupervise(g)},

@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/custody-dev/custody/internal/winproc"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/windows"
 )
@@ -59,24 +60,11 @@ func acquire(rec procid.Record) (*Process, error) {
 // user's process), it opens without it, so the identity can still be proven and Signal reports
 // the refusal as a permission error, as pidfd_send_signal does on Linux.
 func openProcess(pid int) (windows.Handle, error) {
-	h, err := windows.OpenProcess(processAccess, false, uint32(pid))
-	if err == windows.ERROR_ACCESS_DENIED {
-		h, err = windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION|windows.SYNCHRONIZE, false, uint32(pid))
-	}
-	if err == windows.ERROR_INVALID_PARAMETER {
+	h, _, err := winproc.Open(pid, processAccess, windows.PROCESS_QUERY_LIMITED_INFORMATION|windows.SYNCHRONIZE)
+	if errors.Is(err, winproc.ErrNoProcess) {
 		return 0, procid.ErrGone
 	}
-	if err != nil {
-		return 0, os.NewSyscallError("OpenProcess", err)
-	}
-	if got, err := windows.GetProcessId(h); err != nil || int(got) != pid {
-		windows.CloseHandle(h)
-		if err != nil {
-			return 0, os.NewSyscallError("GetProcessId", err)
-		}
-		return 0, fmt.Errorf("OpenProcess(%d) opened process %d", pid, got)
-	}
-	return h, nil
+	return h, err
 }
 
 func fromOS(osp *os.Process) (*Process, error) {
@@ -96,7 +84,7 @@ func fromOS(osp *os.Process) (*Process, error) {
 		return nil, fmt.Errorf("authority: wrap pid %d: %w", osp.Pid, os.NewSyscallError("DuplicateHandle", dupErr))
 	}
 	id := procid.ID{PID: osp.Pid}
-	if start, err := creationTime(h); err == nil {
+	if start, err := winproc.Start(h); err == nil {
 		id.Start = start
 	}
 	return newHandleProcess(id, h)
@@ -119,7 +107,7 @@ func newHandleProcess(id procid.ID, h windows.Handle) (*Process, error) {
 // checkCreation is belt and braces: the handle pins the PID, so procid's read by PID in prove read
 // the handle's process, and its start must be the handle's creation time.
 func checkCreation(h windows.Handle, id procid.ID) error {
-	start, err := creationTime(h)
+	start, err := winproc.Start(h)
 	if err != nil {
 		return fmt.Errorf("%w over pid %d: %v", ErrNoAuthority, id.PID, err)
 	}
@@ -127,14 +115,6 @@ func checkCreation(h windows.Handle, id procid.ID) error {
 		return fmt.Errorf("%w over pid %d: handle's process created at %d, read %v", ErrNoAuthority, id.PID, start, id)
 	}
 	return nil
-}
-
-func creationTime(h windows.Handle) (uint64, error) {
-	var created, exit, kernel, user windows.Filetime
-	if err := windows.GetProcessTimes(h, &created, &exit, &kernel, &user); err != nil {
-		return 0, os.NewSyscallError("GetProcessTimes", err)
-	}
-	return uint64(created.HighDateTime)<<32 | uint64(created.LowDateTime), nil
 }
 
 func handleExited(h windows.Handle) (bool, error) {

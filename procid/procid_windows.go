@@ -24,6 +24,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/custody-dev/custody/internal/winproc"
 	"golang.org/x/sys/windows"
 )
 
@@ -45,16 +46,16 @@ func read(pid int) (Incarnation, error) {
 	if gone {
 		return Incarnation{}, fmt.Errorf("procid: read pid %d: exited: %w", pid, ErrGone)
 	}
-	var created, exit, kernel, user windows.Filetime
-	if err := windows.GetProcessTimes(h, &created, &exit, &kernel, &user); err != nil {
-		return Incarnation{}, fmt.Errorf("procid: read pid %d: %w", pid, os.NewSyscallError("GetProcessTimes", err))
+	created, err := winproc.Created(h)
+	if err != nil {
+		return Incarnation{}, fmt.Errorf("procid: read pid %d: %w", pid, err)
 	}
 	ppid, err := parent(h)
 	if err != nil {
 		return Incarnation{}, fmt.Errorf("procid: read pid %d: %w", pid, err)
 	}
 	return Incarnation{
-		ID:         ID{PID: pid, Start: uint64(created.HighDateTime)<<32 | uint64(created.LowDateTime)},
+		ID:         ID{PID: pid, Start: winproc.Ticks(created)},
 		CreateTime: float64(created.Nanoseconds()) / 1e9,
 		PPID:       ppid,
 	}, nil
@@ -65,27 +66,11 @@ func read(pid int) (Incarnation, error) {
 // satisfies errors.Is(err, os.ErrPermission) and means unknown.
 func open(pid int) (h windows.Handle, synced bool, err error) {
 	const query = windows.PROCESS_QUERY_LIMITED_INFORMATION
-	h, err = windows.OpenProcess(query|windows.SYNCHRONIZE, false, uint32(pid))
-	synced = err == nil
-	if err == windows.ERROR_ACCESS_DENIED {
-		h, err = windows.OpenProcess(query, false, uint32(pid))
+	h, granted, err := winproc.Open(pid, query|windows.SYNCHRONIZE, query)
+	if errors.Is(err, winproc.ErrNoProcess) {
+		return 0, false, fmt.Errorf("%w: %w", err, ErrGone)
 	}
-	if err == windows.ERROR_INVALID_PARAMETER {
-		return 0, false, ErrGone
-	}
-	if err != nil {
-		return 0, false, os.NewSyscallError("OpenProcess", err)
-	}
-	// OpenProcess(4243) opens process 4240, and uint32(pid) truncates a PID from a corrupt row:
-	// either way the handle would name another process than the PID asked about.
-	if got, err := windows.GetProcessId(h); err != nil || int(got) != pid {
-		windows.CloseHandle(h)
-		if err != nil {
-			return 0, false, os.NewSyscallError("GetProcessId", err)
-		}
-		return 0, false, fmt.Errorf("opened process %d: %w", got, ErrGone)
-	}
-	return h, synced, nil
+	return h, granted&windows.SYNCHRONIZE != 0, err
 }
 
 // exited reports whether the process behind h has exited. Without SYNCHRONIZE it trusts the exit

@@ -36,6 +36,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/custody-dev/custody/internal/winproc"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/windows"
 )
@@ -88,14 +89,14 @@ func enter(job, h windows.Handle, pid int) (procid.ID, error) {
 	if err := windows.AssignProcessToJobObject(job, h); err != nil {
 		return procid.ID{}, os.NewSyscallError("AssignProcessToJobObject", err)
 	}
-	var created, exit, kernel, user windows.Filetime
-	if err := windows.GetProcessTimes(h, &created, &exit, &kernel, &user); err != nil {
-		return procid.ID{}, os.NewSyscallError("GetProcessTimes", err)
+	start, err := winproc.Start(h)
+	if err != nil {
+		return procid.ID{}, err
 	}
 	if err := resume(pid); err != nil {
 		return procid.ID{}, err
 	}
-	return procid.ID{PID: pid, Start: uint64(created.HighDateTime)<<32 | uint64(created.LowDateTime)}, nil
+	return procid.ID{PID: pid, Start: start}, nil
 }
 
 // abort terminates a child whose attach failed, through its handle.
@@ -107,10 +108,10 @@ func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
 
 func (s *Scope) pgid() int { return 0 }
 
-// signal terminates the job for os.Kill. An empty job is reported gone whatever the signal: a
-// stop's first signal on Windows is SIGTERM, refused as unsupported, and a refusal there would
-// send the stop on to the kill, which would then report a child that had exited before the stop
-// as exited after it (forced), not as already-exited.
+// signal terminates the job for os.Kill. An empty job is reported gone whatever the signal, before
+// an unsupported one is refused: a refusal would send a stop on to the kill, which would then
+// report a child that had exited before the stop as exited after it (forced), not as
+// already-exited.
 func (s *Scope) signal(sig os.Signal) error {
 	s.sys.mu.RLock()
 	defer s.sys.mu.RUnlock()

@@ -277,15 +277,18 @@ func TestStartStop(t *testing.T) {
 	}
 
 	res := c.Stop(context.Background(), stop.Options{Grace: time.Second})
-	if res.Outcome != stop.Exited || !res.Forced || res.PID != child.PID || res.Reason != "" {
-		t.Errorf("stop = %+v; want exited, forced", res)
+	// The worker is a console program without a window: only Ctrl+Break could ask it to exit, and
+	// only from an owner on its console. Without one (as under Wine, where the test has none), the
+	// stop kills at once and says why.
+	if res.Outcome != stop.Exited || res.PID != child.PID || res.Request == "" && (!res.Forced || res.Reason == "") {
+		t.Errorf("stop = %+v; want exited, and forced with a reason when nothing asked", res)
 	}
 	select {
 	case <-c.Done():
 	default:
 		t.Fatal("Stop returned before the child was reaped")
 	}
-	if err := c.Wait(); c.Cmd.ProcessState == nil || c.Cmd.ProcessState.ExitCode() != 1 {
+	if err := c.Wait(); c.Cmd.ProcessState == nil || res.Forced && c.Cmd.ProcessState.ExitCode() != 1 {
 		t.Errorf("the child ended with %v; want exit code 1 from TerminateJobObject", err)
 	}
 	// Stop reports exited only once the job is empty: no polling here.

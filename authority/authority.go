@@ -135,6 +135,30 @@ func (p *Process) Signal(sig os.Signal) error {
 	return p.signal(sig)
 }
 
+// The requests to exit that [Process.Ask] and a scope's Ask send, by name, as a stop reports them.
+const (
+	AskSIGTERM   = "SIGTERM"          // Unix
+	AskWMClose   = "WM_CLOSE"         // Windows: what a top-level window's close button sends
+	AskCtrlBreak = "CTRL_BREAK_EVENT" // Windows: Ctrl+Break in a console process group
+)
+
+// Ask asks the process to exit, the way its OS lets a program ask, and names the request it
+// sent: a stop's first step, before the grace and the kill. Success means the request was
+// delivered, never that the process exited. Errors are [Process.Signal]'s, and one wrapping
+// [errors.ErrUnsupported] when no request can reach the process (nothing was sent).
+//
+// Unix: SIGTERM ([AskSIGTERM]). Windows, which has no SIGTERM: WM_CLOSE to the process's
+// top-level windows on the caller's desktop ([AskWMClose]), through the handle that pins its PID.
+// A console program gets nothing from Ask: a console control event reaches only processes on the
+// sender's console, and only a whole console process group, which cannot be proven from outside
+// to be the process's own (a child's owner can: see scope.Scope.Ask).
+func (p *Process) Ask() (string, error) {
+	if p.closed.Load() {
+		return "", p.errClosed("ask")
+	}
+	return p.ask()
+}
+
 // Kill sends [os.Kill]: SIGKILL on Unix, TerminateProcess on Windows.
 func (p *Process) Kill() error { return p.Signal(os.Kill) }
 

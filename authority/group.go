@@ -3,6 +3,7 @@ package authority
 import (
 	"context"
 	"os"
+	"syscall"
 
 	"github.com/custody-dev/custody/procid"
 )
@@ -50,6 +51,10 @@ func (g Group) Holds() (bool, error) {
 // [procid.ErrReused]), and one satisfying errors.Is(err, os.ErrPermission) when the OS refuses.
 // It refuses PGIDs ≤ 1 and the caller's own process group with [ErrNoAuthority].
 func (g Group) Signal(sig os.Signal) error { return g.signal(sig) }
+
+// Ask sends SIGTERM to the group as [Group.Signal] does, and names it ([AskSIGTERM]): the request
+// to exit a stop sends first.
+func (g Group) Ask() (string, error) { return AskSIGTERM, g.signal(syscall.SIGTERM) }
 
 // Empty reports whether the group has no members left: kill(-pgid, 0) fails with ESRCH. A member
 // that is a zombie, exited but not yet reaped by its parent, still counts, so Empty never reports

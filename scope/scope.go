@@ -175,6 +175,20 @@ func (s *Scope) Leader() procid.ID { return s.leader }
 // other signals return an error wrapping [errors.ErrUnsupported].
 func (s *Scope) Signal(sig os.Signal) error { return s.signal(sig) }
 
+// Ask asks every process in the scope to exit, the way its OS lets a program ask, and names the
+// request it sent: a stop's first step, before the grace and the kill. Success means the request
+// was delivered, never that anything exited. Errors are [Scope.Signal]'s, and one wrapping
+// [errors.ErrUnsupported] when no request can reach the scope (nothing was sent).
+//
+// Unix: SIGTERM to the process group ([authority.AskSIGTERM]). Windows, which has no SIGTERM:
+// CTRL_BREAK_EVENT to the console process group the child leads ([authority.AskCtrlBreak]), when
+// [Prepare] made one and the child runs on the caller's console; and WM_CLOSE, what a window's
+// close button sends, to the top-level windows of every process in the job
+// ([authority.AskWMClose]); "CTRL_BREAK_EVENT+WM_CLOSE" when both went out. A console program
+// started by [PrepareSharedConsole], or by an owner without a console, and without a window, can
+// only be killed.
+func (s *Scope) Ask() (string, error) { return s.ask() }
+
 // Empty reports whether no process is left in the scope. On Unix a zombie, exited but not yet
 // reaped by its parent, counts as a member — the leader's included, until the caller's
 // cmd.Wait — so Empty never reports an exit early. On Windows it asks the job for its count of

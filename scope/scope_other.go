@@ -61,3 +61,5 @@ func (s *Scope) release() error { return nil }
 func leftovers() ([]Leftover, error) { return nil, nil }
 
 func removeLeftover(Leftover) error { return unsupported("cgroups") }
+
+func (s *Scope) ask() (string, error) { return "", unsupported("ask") }

@@ -206,3 +206,5 @@ func open(d Desc) (*Scope, error) {
 	}
 	return nil, fmt.Errorf("scope: open %q scope: %w", d.Kind, errors.ErrUnsupported)
 }
+
+func (s *Scope) ask() (string, error) { return authority.AskSIGTERM, s.signal(syscall.SIGTERM) }

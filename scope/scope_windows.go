@@ -44,6 +44,9 @@ import (
 type sysScope struct {
 	mu  sync.RWMutex   // read-held while job is in use; Close takes it for writing
 	job windows.Handle // 0 after Close: a closed handle's value can be reissued to another object
+	// consoleGroup: the child leads a console process group of its own, made by Prepare
+	// (CREATE_NEW_PROCESS_GROUP), so a console control event can be sent to it alone.
+	consoleGroup bool
 }
 
 func prepare(cmd *exec.Cmd, sharedConsole bool) error {
@@ -81,7 +84,8 @@ func attach(cmd *exec.Cmd) (s *Scope, err error) {
 	if enterErr != nil {
 		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, enterErr)
 	}
-	return &Scope{leader: leader, sys: sysScope{job: job}}, nil
+	group := cmd.SysProcAttr.CreationFlags&windows.CREATE_NEW_PROCESS_GROUP != 0
+	return &Scope{leader: leader, sys: sysScope{job: job, consoleGroup: group}}, nil
 }
 
 // enter assigns the suspended process h to job, reads its incarnation, and resumes it.

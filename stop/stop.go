@@ -2,18 +2,30 @@
 // really happened as one of DESIGN's outcomes. A signal that was accepted is never reported as an
 // exit: [Exited] means the exit was observed (and, for a group, that no member is left).
 //
-// A stop sends SIGTERM to the scope, waits up to the grace for everything to exit, then sends
-// SIGKILL and waits a little longer. The caller's context bounds the whole stop: a deadline
-// shorter than the process's shutdown gives [TimedOut], and the retained handle can still observe
-// the exit later. On Windows there is no SIGTERM: the stop kills at once (TerminateProcess) and
-// reports it as forced.
+// A stop asks the scope to exit, waits up to the grace for everything to exit, then kills it and
+// waits a little longer. The caller's context bounds the whole stop: a deadline shorter than the
+// process's shutdown gives [TimedOut], and the retained handle can still observe the exit later.
+// [Result] says how it ended: the request sent ([Result.Request]) and whether the kill was needed
+// ([Result.Forced]).
+//
+//	OS       the request (Request)                           the kill
+//	Unix     SIGTERM to the scope (cgroup, process group),   SIGKILL
+//	         or the process
+//	Windows  a child's owner: CTRL_BREAK_EVENT to the        TerminateJobObject, or
+//	         console process group the child leads, and      TerminateProcess
+//	         WM_CLOSE to the top-level windows of every
+//	         process in its job; anyone else: WM_CLOSE to
+//	         the process's top-level windows
+//
+// Windows has no SIGTERM. When no request can reach the process (a console program stopped by
+// another process than its owner, a windowless program of an owner without a console), the stop
+// kills at once, and says why in [Result.Reason].
 package stop
 
 import (
 	"context"
 	"errors"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/custody-dev/custody/authority"
@@ -48,8 +60,12 @@ func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil 
 type Result struct {
 	PID     int     `json:"pid"`
 	Outcome Outcome `json:"outcome"`
-	Forced  bool    `json:"forced"`           // SIGKILL (TerminateProcess) was needed
-	Reason  string  `json:"reason,omitempty"` // why, for every outcome but exited
+	// Request names the request to exit sent first: "SIGTERM", "WM_CLOSE", "CTRL_BREAK_EVENT"
+	// or "CTRL_BREAK_EVENT+WM_CLOSE" (see [authority.AskSIGTERM]); empty when none was sent.
+	Request string `json:"request,omitempty"`
+	Forced  bool   `json:"forced"` // the kill was needed: SIGKILL, TerminateJobObject or TerminateProcess
+	// Reason says why, for every outcome but exited, and why no request was sent when none was.
+	Reason string `json:"reason,omitempty"`
 }
 
 // OK reports whether the process is provably gone: [Exited] or [AlreadyExited].
@@ -57,8 +73,8 @@ func (r Result) OK() bool { return r.Outcome == Exited || r.Outcome == AlreadyEx
 
 // Options tunes a stop. The zero value uses the defaults.
 type Options struct {
-	Grace    time.Duration // between SIGTERM and SIGKILL; default 3 s
-	KillWait time.Duration // after SIGKILL, how long to wait for the exit; default 2 s
+	Grace    time.Duration // between the request and the kill; default 3 s
+	KillWait time.Duration // after the kill, how long to wait for the exit; default 2 s
 	// Owner, for [Recorded], is the uid the row's process must run as: the owner of the ledger the row
 	// was read from ([ledger.Ledger.Owner]). Nil means the caller's uid. Unused on Windows.
 	Owner *int
@@ -80,9 +96,11 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // Scope is what a stop signals as a unit besides the process: an [authority.Group] (which
-// re-proves its identity before each signal) or a scope.Scope custody created. Signal returns an
-// error wrapping procid.ErrGone when nothing is left; Wait returns nil once it is empty.
+// re-proves its identity before each signal) or a scope.Scope custody created. Ask sends the
+// request to exit and names it, Signal is given [os.Kill]; both return an error wrapping
+// procid.ErrGone when nothing is left. Wait returns nil once the scope is empty.
 type Scope interface {
+	Ask() (string, error)
 	Signal(os.Signal) error
 	Wait(context.Context) error
 }
@@ -98,13 +116,15 @@ type Target struct {
 // Stop stops t and reports the outcome. It never signals anything but t's process or scope.
 func Stop(ctx context.Context, t Target, opts Options) Result {
 	res := Result{PID: t.PID}
-	err := t.signal(syscall.SIGTERM)
-	if errors.Is(err, errors.ErrUnsupported) { // Windows: no SIGTERM, only TerminateProcess
+	request, err := t.ask()
+	if errors.Is(err, errors.ErrUnsupported) { // Windows: nothing but the kill reaches it
+		res.Reason = "killed at once: " + err.Error()
 		return t.kill(ctx, res, opts)
 	}
 	if done, r := t.settle(res, err, true); done {
 		return r
 	}
+	res.Request = request
 	graceCtx, cancel := context.WithTimeout(ctx, opts.grace())
 	err = t.wait(graceCtx)
 	cancel()
@@ -113,7 +133,7 @@ func Stop(ctx context.Context, t Target, opts Options) Result {
 		return res
 	}
 	if ctx.Err() != nil {
-		return timedOut(res, "the deadline came before the exit, during the grace after SIGTERM")
+		return timedOut(res, "the deadline came before the exit, during the grace after "+request)
 	}
 	return t.kill(ctx, res, opts)
 }
@@ -126,7 +146,7 @@ func (t Target) kill(ctx context.Context, res Result, opts Options) Result {
 	killCtx, cancel := context.WithTimeout(ctx, opts.killWait())
 	defer cancel()
 	if err := t.wait(killCtx); err != nil {
-		return timedOut(res, "no exit seen after SIGKILL: "+err.Error())
+		return timedOut(res, "no exit seen after the kill: "+err.Error())
 	}
 	res.Outcome = Exited
 	return res
@@ -157,6 +177,17 @@ func (t Target) settle(res Result, err error, first bool) (done bool, r Result) 
 func timedOut(res Result, reason string) Result {
 	res.Outcome, res.Reason = TimedOut, reason
 	return res
+}
+
+// ask sends the request to exit to the scope when there is one, else to the process.
+func (t Target) ask() (string, error) {
+	if t.Scope != nil {
+		return t.Scope.Ask()
+	}
+	if t.Process == nil {
+		return "", procid.ErrGone
+	}
+	return t.Process.Ask()
 }
 
 // signal sends sig to the scope when there is one, else to the process.

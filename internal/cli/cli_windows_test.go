@@ -207,8 +207,8 @@ func TestPsEmpty(t *testing.T) {
 }
 
 // TestRegisterPsStop: a registered process is listed alive with its spawner (the test, the caller
-// of custody register); custody stop kills it through a proven handle (forced: no SIGTERM on
-// Windows) and drops its row.
+// of custody register); custody stop kills it through a proven handle (forced: a console program
+// without a window gets no request to exit from another console) and drops its row.
 func TestRegisterPsStop(t *testing.T) {
 	led := ledgerPath(t)
 	p, id := block(t)

@@ -26,6 +26,10 @@ const (
 	howProc  how = iota // /proc (or the OS's equivalent) alone: Read
 	howExact            // /proc and the pidfs id: ReadExact
 	howPidfs            // the pidfs id and an exit poll, no /proc: every record naming it has an id
+
+	// While [ReadRecords] gathers them: some record naming the PID has a pidfs id, some has none.
+	wantID   how = 1 << 4
+	wantProc how = 1 << 5
 )
 
 // ReadMany reads every PID in pids, spreading the reads over the available CPUs: a read is a
@@ -45,8 +49,7 @@ func ReadMany(pids []int) Reads {
 // one that some such record names is read with its pidfs id ([ReadExact]); the others are read.
 func ReadRecords(recs []Record) Reads {
 	boot, _ := BootID()
-	type need struct{ id, proc bool }
-	needs := make(map[int]need, len(recs))
+	needs := make(map[int]how, len(recs))
 	pids := make([]int, 0, len(recs))
 	for _, r := range recs {
 		n, seen := needs[r.PID]
@@ -54,25 +57,24 @@ func ReadRecords(recs []Record) Reads {
 			pids = append(pids, r.PID)
 		}
 		if r.pidfs(boot) != 0 {
-			n.id = true
+			n |= wantID
 		} else {
-			n.proc = true
+			n |= wantProc
 		}
 		needs[r.PID] = n
 	}
 	fast := pidfsReads()
-	hows := make(map[int]how, len(needs))
-	for pid, n := range needs {
+	for pid, n := range needs { // the needs become the ways to read, in place
 		switch {
-		case n.id && !n.proc && fast:
-			hows[pid] = howPidfs
-		case n.id:
-			hows[pid] = howExact
+		case n == wantID && fast:
+			needs[pid] = howPidfs
+		case n&wantID != 0:
+			needs[pid] = howExact
 		default:
-			hows[pid] = howProc
+			needs[pid] = howProc
 		}
 	}
-	return readAll(pids, hows)
+	return readAll(pids, needs)
 }
 
 func readAll(pids []int, hows map[int]how) Reads {

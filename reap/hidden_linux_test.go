@@ -23,19 +23,24 @@ func init() { testproc.Register("reap-hidden", helperReapHidden) }
 
 // TestSpawnerUnreadable: a reaper that cannot read the spawner (another user's process, under a
 // /proc mounted with hidepid=2) keeps the row as spawner-unknown, though the row's own process is
-// proven and its spawner recorded exactly.
+// proven and its spawner recorded exactly, by start ticks and pidfs id.
 func TestSpawnerUnreadable(t *testing.T) {
 	testproc.RequireRoot(t)
 	spawner := testproc.Start(t, exec.Command("cat")) // root's: hidden from nobody
 	orphanCmd := exec.Command("cat")
 	orphanCmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	orphan := testproc.Start(t, orphanCmd)
-	incS, err1 := procid.Read(spawner.Process.Pid)
-	incO, err2 := procid.Read(orphan.Process.Pid)
+	// With pidfs ids where the kernel has them: a pidfd opens on a hidden process, and would call
+	// it alive; hidden, it must stay unknown.
+	incS, err1 := procid.ReadExact(spawner.Process.Pid)
+	incO, err2 := procid.ReadExact(orphan.Process.Pid)
 	if err := errors.Join(err1, err2); err != nil {
 		t.Fatal(err)
 	}
 	row := ledger.NewRow(incO, incS)
+	if procid.PidfsError() == nil && (row.SpawnerPidfdID == nil || row.PidfdID == nil) {
+		t.Fatalf("row without pidfs ids: %v, %v", row.PidfdID, row.SpawnerPidfdID)
+	}
 	row.Purpose, row.Reapable = "serve", &[]bool{true}[0]
 	dir := t.TempDir()
 	led := filepath.Join(dir, "spawn-ledger.json")

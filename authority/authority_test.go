@@ -223,6 +223,7 @@ func BenchmarkAcquire(b *testing.B) {
 		rec  procid.Record
 	}{
 		{"exact", exactRecord(inc)},
+		{"pidfs-id", pidfsRecord(inc)}, // what custody writes on Linux 6.9+: start ticks and pidfs id
 		{"create-time", procid.Record{PID: inc.PID, CreateTime: &inc.CreateTime}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

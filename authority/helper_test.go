@@ -184,6 +184,15 @@ func exactRecord(inc procid.Incarnation) procid.Record {
 	return rec
 }
 
+// pidfsRecord is exactRecord with the pidfs id, where the kernel has them.
+func pidfsRecord(inc procid.Incarnation) procid.Record {
+	rec := exactRecord(inc)
+	if inc.PidfdID != 0 {
+		rec.PidfdID = &inc.PidfdID
+	}
+	return rec
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // replace sets *p to v for the duration of the test.

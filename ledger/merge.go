@@ -29,8 +29,8 @@ func replaceRow(rows []Row, row Row, rep *Report) ([]Row, error) {
 	return append(kept, row), nil
 }
 
-// sameIncarnation reports whether two rows provably name one process: the same exact start
-// (start ticks, or boot-relative start within one named boot). An epoch create time within 2 s
+// sameIncarnation reports whether two rows provably name one process: the same pidfs id, or the
+// same exact start (start ticks, or boot-relative start within one named boot). An epoch create time within 2 s
 // is not enough here: a PID recycled within those seconds would get the old process's scope.
 func sameIncarnation(a, b Row) bool {
 	if a.PID != b.PID {
@@ -38,6 +38,11 @@ func sameIncarnation(a, b Row) bool {
 	}
 	if a.BootID != nil && b.BootID != nil && *a.BootID != *b.BootID {
 		return false
+	}
+	// Pidfs ids, where both rows have one under one boot, decide: equal start ticks cannot tell a
+	// PID recycled within its holder's start tick.
+	if a.PidfdID != nil && b.PidfdID != nil && a.BootID != nil && b.BootID != nil {
+		return *a.PidfdID == *b.PidfdID
 	}
 	switch {
 	case a.StartTicks != nil && b.StartTicks != nil:

@@ -37,6 +37,9 @@ type Child struct {
 	released   bool
 	releaseErr error
 	users      int // Stops in progress: the handles Release would close are in use
+	handedTo   int // the receiver's PID once the child was handed over (see Child.Grant)
+
+	envGrant *Grant // the grant StartOptions.GrantEnv handed the child, or nil
 }
 
 // reap waits for the leader: its exit status is kept for [Child.Wait], and the zombie does not
@@ -80,13 +83,32 @@ func (c *Child) Wait() error {
 func (c *Child) Done() <-chan struct{} { return c.done }
 
 // Signal sends sig to the child's whole scope: its process group on Unix; on Windows only
-// os.Kill, which terminates the job.
-func (c *Child) Signal(sig os.Signal) error { return c.scope.Signal(sig) }
+// os.Kill, which terminates the job. After the child was handed to another owner it refuses.
+func (c *Child) Signal(sig os.Signal) error {
+	if err := c.owned(); err != nil {
+		return fmt.Errorf("custody: signal pid %d: %w", c.ID.PID, err)
+	}
+	return c.scope.Signal(sig)
+}
+
+// owned reports, as an error, that the child was handed to another owner.
+func (c *Child) owned() error {
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
+	if c.handedTo != 0 {
+		return fmt.Errorf("%w (pid %d)", errHandedOver, c.handedTo)
+	}
+	return nil
+}
 
 // Stop stops the child's scope through the authority retained from its spawn: SIGTERM to the
 // scope, the grace, SIGKILL, and an outcome that reports only what was observed. When every
 // member has exited, the child is released (see [Child.Release]); otherwise it stays covered.
+// A child handed to another owner is not this owner's to stop: the outcome is no-authority.
 func (c *Child) Stop(ctx context.Context, opts stop.Options) stop.Result {
+	if err := c.owned(); err != nil {
+		return stop.Result{PID: c.ID.PID, Outcome: stop.NoAuthority, Reason: err.Error()}
+	}
 	if !c.use() { // released: it exited, and its scope was seen empty
 		return stop.Result{PID: c.ID.PID, Outcome: stop.AlreadyExited}
 	}

@@ -13,3 +13,13 @@ func FailStartAt(t testing.TB, step string, err error) {
 	}
 	t.Cleanup(func() { startFault = nil })
 }
+
+// SetAdoptHook sets the function a redemption calls at each of its steps (see adoptHook).
+func SetAdoptHook(fn func(step string)) { adoptHook = fn }
+
+// GrantToken, ParseGrant and NewSecret let tests forge and tamper with grant strings.
+type GrantToken = grantToken
+
+func ParseGrant(s string) (GrantToken, error) { return parseGrant(s) }
+
+func NewSecret() string { return newSecret() }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"time"
 
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
@@ -48,6 +49,12 @@ type StartOptions struct {
 	// stays in the owner's console process group and takes Ctrl+C (see
 	// [scope.PrepareSharedConsole]); elsewhere it changes nothing.
 	SharedConsole bool
+	// GrantEnv, when set, mints a grant for the child (see [Child.Grant]) and hands it to the
+	// child in this environment variable, so that the child can pass itself on to another owner;
+	// [Child.EnvGrant] returns it. Empty mints nothing.
+	GrantEnv string
+	// GrantTTL is the GrantEnv grant's lifetime; 0 means [DefaultGrantTTL].
+	GrantTTL time.Duration
 }
 
 func (o *Owner) init() error {
@@ -97,6 +104,12 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, o.TagEnv+"="+t.String())
+	grant, err := o.grantEnv(cmd, opts)
+	if err != nil {
+		return nil, fmt.Errorf("custody: start: %w", err)
+	}
+	var c *Child
+	defer func() { grant.settle(c) }()
 	prepare := scope.Prepare
 	if opts.SharedConsole {
 		prepare = scope.PrepareSharedConsole
@@ -130,7 +143,7 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
-	c, err := o.adopt(ctx, cmd, w, cg != "", purpose, opts)
+	c, err = o.adopt(ctx, cmd, w, cg != "", purpose, opts)
 	if err != nil {
 		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
 	}

@@ -1,0 +1,142 @@
+package custody
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+)
+
+// errHandedOver refuses acts of ownership on a child that was handed to another owner.
+var errHandedOver = errors.New("handed to another owner")
+
+// handable reports why c cannot be granted, or nil.
+func (c *Child) handable() error {
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
+	switch {
+	case c.handedTo != 0:
+		return fmt.Errorf("%w (pid %d)", errHandedOver, c.handedTo)
+	case c.released:
+		return errors.New("released")
+	}
+	select {
+	case <-c.done:
+		return procid.ErrGone
+	default:
+		return nil
+	}
+}
+
+// handOff is the giver's side of a redemption whose secret was right: it names the child to the
+// receiver, waits for its word that the receipt is written and the scope covered, checks the
+// receipt in the ledger, and only then releases its own coverage. Any failure keeps the child.
+func (c *Child) handOff(conn *net.UnixConn, r *bufio.Reader, receiver int) TransferResult {
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
+	fail := func(why string) TransferResult {
+		refuse(conn, why)
+		return TransferResult{Outcome: Refused, Reason: why}
+	}
+	switch {
+	case c.released:
+		return fail("the child was released")
+	case c.users > 0:
+		return fail("the child is being stopped")
+	}
+	if exited, err := c.proc.Exited(); err != nil || exited {
+		return fail(fmt.Sprintf("pid %d exited", c.ID.PID))
+	}
+	offer, err := c.offer(receiver)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if _, err := fmt.Fprintf(conn, "child %s\n", offer); err != nil {
+		return TransferResult{Outcome: Refused, Reason: "the receiver left: " + err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	if _, err := readField(r, "covered"); err != nil {
+		why := "the receiver did not complete its receipt: " + err.Error()
+		if rerr := c.reclaim(ctx, receiver); rerr != nil {
+			why += "; " + rerr.Error()
+		}
+		return TransferResult{Outcome: Refused, Reason: why}
+	}
+	if err := c.findReceipt(ctx, receiver); err != nil {
+		return fail(err.Error())
+	}
+	c.released, c.handedTo = true, receiver
+	res := TransferResult{Outcome: Transferred, Receiver: receiver}
+	if err := errors.Join(c.owner.uncover(c.scope), c.proc.Close(), c.scope.Close()); err != nil {
+		res.Reason = "released, but " + err.Error()
+	}
+	fmt.Fprintf(conn, "released\n")
+	return res
+}
+
+// findReceipt checks that the ledger names receiver as the owner of c's incarnation.
+func (c *Child) findReceipt(ctx context.Context, receiver int) error {
+	rows, err := c.owner.Ledger.Rows(ctx)
+	if err != nil {
+		return fmt.Errorf("read the receipt: %w", err)
+	}
+	for _, r := range rows {
+		if sameChild(r, c.ID) && r.Owner != nil && *r.Owner == receiver {
+			return nil
+		}
+	}
+	return fmt.Errorf("no receipt by pid %d for pid %d in the ledger", receiver, c.ID.PID)
+}
+
+// reclaim writes the giver back as the owner of c's row if receiver had written its receipt.
+func (c *Child) reclaim(ctx context.Context, receiver int) error {
+	_, err := c.owner.Ledger.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) {
+		for i := range rows {
+			if full := rows[i].Decoded(); sameChild(full, c.ID) && full.Owner != nil && *full.Owner == receiver {
+				if err := setOwner(&rows[i], c.owner.self); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return rows, nil
+	})
+	if err != nil {
+		return fmt.Errorf("take the row back: %w", err)
+	}
+	return nil
+}
+
+// sameChild reports whether row records the incarnation id.
+func sameChild(row ledger.Row, id procid.ID) bool {
+	return row.PID == id.PID && row.StartTicks != nil && *row.StartTicks == id.Start
+}
+
+// setOwner makes owner the row's owner and its spawner of record: reap judges a row by its
+// spawner, and a transferred child must not be swept because the giver, which started it, is
+// gone while the owner that covers it lives.
+func setOwner(row *ledger.Row, owner procid.Incarnation) error {
+	fields := []struct {
+		key string
+		val any
+	}{
+		{"owner", owner.PID}, {"spawner_pid", owner.PID}, {"spawner_create", owner.CreateTime},
+		{"spawner_start_ticks", owner.Start},
+	}
+	if owner.BootID != "" {
+		fields = append(fields, struct {
+			key string
+			val any
+		}{"spawner_boot", owner.BootStart})
+	}
+	for _, f := range fields {
+		if err := row.Set(f.key, f.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+//go:build linux || darwin
+
+package custody
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/custody-dev/custody/scope"
+)
+
+// Facts relied on by the Unix transfer:
+//
+//	os.MkdirTemp        creates the directory mode 0700 under a fresh random name, failing
+//	                    rather than reusing one that exists: nobody else can enter it, so only
+//	                    the giver's user (and root) can connect to the socket inside
+//	SO_PEERCRED (Linux), LOCAL_PEERCRED + LOCAL_PEERPID (macOS)
+//	                    the peer's uid and pid as the kernel recorded them at connect (the
+//	                    connecting side) or listen (the listening side); a peer cannot forge them
+//	a process group     is covered by the receiver's supervisor as by the giver's: the
+//	                    registration names the leader's incarnation, and any process of the
+//	                    same user may signal the group
+
+// listenGrant listens on a socket in a new directory of the giver's own.
+func listenGrant() (*net.UnixListener, string, error) {
+	dir, err := os.MkdirTemp("", "custody-grant-")
+	if err != nil {
+		return nil, "", err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return ln, dir, nil
+}
+
+// dialGrant connects to the giver's socket and checks that the listener is the giver the grant
+// names and of this user: a socket put in its place by anyone else is refused before the secret
+// is sent.
+func dialGrant(tok grantToken) (*net.UnixConn, error) {
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: tok.Sock, Net: "unix"})
+	switch {
+	case errors.Is(err, os.ErrPermission):
+		return nil, fmt.Errorf("%w: another user's grant: %v", ErrGrantRefused, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: its giver is gone or the grant was used: %v", ErrGrantRefused, err)
+	}
+	peer, err := peerCred(conn)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("giver's credentials: %w", err)
+	case peer.uid != os.Geteuid():
+		err = fmt.Errorf("%w: the grant is uid %d's, not uid %d's", ErrGrantRefused, peer.uid, os.Geteuid())
+	case peer.pid != tok.Giver:
+		err = fmt.Errorf("%w: its socket is held by pid %d, not by the giver pid %d", ErrGrantRefused, peer.pid, tok.Giver)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+type cred struct{ pid, uid int }
+
+// peerCred returns the credentials of conn's peer.
+func peerCred(conn *net.UnixConn) (cred, error) {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return cred{}, err
+	}
+	var c cred
+	var credErr error
+	if err := rc.Control(func(fd uintptr) { c, credErr = peerCredFD(int(fd)) }); err != nil {
+		return cred{}, err
+	}
+	return c, credErr
+}
+
+// offer names the child to the receiver: its incarnation and its process group.
+func (c *Child) offer(int) (string, error) {
+	return fmt.Sprintf("%d %d %d %s", c.ID.PID, c.ID.Start, c.scope.PGID(), c.scope.Kind()), nil
+}
+
+// adoptScope rebuilds the offered scope on the receiver's side.
+func adoptScope(off offer) (*scope.Scope, error) {
+	if off.kind != string(scope.KindGroup) {
+		return nil, fmt.Errorf("pid %d: a %s scope cannot be covered here", off.id.PID, off.kind)
+	}
+	return scope.FromGroup(off.pgid, off.id)
+}
+
+// exitStatus: neither Linux nor macOS tells a process other than the parent how another exited.
+func (c *Child) exitStatus() error {
+	return fmt.Errorf("pid %d: %w", c.ID.PID, ErrExitUnknown)
+}

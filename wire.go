@@ -1,0 +1,57 @@
+package custody
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// The redemption's exchange on the giver's socket, one ASCII line each way at a time, at most
+// maxLine bytes (a longer line ends the exchange):
+//
+//	receiver → giver   redeem <secret>
+//	giver → receiver   child <pid> <start> <pgid> <scope> [<job handle>]   or   refused <reason>
+//	receiver → giver   covered        (its receipt is in the ledger and it covers the scope)
+//	giver → receiver   released       or   refused <reason>
+//
+// A receiver that closes the connection instead of sending covered has not completed its
+// receipt: the giver keeps the child, and takes its row back if the receiver had written it.
+const maxLine = 512
+
+// readField reads one line and returns what follows verb. A "refused" line becomes an error
+// wrapping [ErrGrantRefused] with the peer's reason; another verb, an over-long line or EOF are
+// errors too.
+func readField(r *bufio.Reader, verb string) (string, error) {
+	line, err := r.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return "", errors.New("line too long")
+	case errors.Is(err, io.EOF):
+		return "", errors.New("connection closed")
+	case err != nil:
+		return "", err
+	}
+	s := strings.TrimSuffix(string(line), "\n")
+	got, rest, _ := strings.Cut(s, " ")
+	switch got {
+	case verb:
+		return rest, nil
+	case "refused":
+		return "", fmt.Errorf("%w: %s", ErrGrantRefused, rest)
+	}
+	return "", fmt.Errorf("expected %q, got %q", verb, got)
+}
+
+// refuse tells the peer why, on one line.
+func refuse(w io.Writer, why string) {
+	fmt.Fprintf(w, "refused %s\n", strings.ReplaceAll(why, "\n", " "))
+}
+
+// sameSecret compares in constant time, so that the time a refusal takes tells nothing about how
+// much of a guess was right.
+func sameSecret(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}

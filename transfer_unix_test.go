@@ -107,7 +107,19 @@ func startGiver(t *testing.T, env *transferEnv, args ...string) *giver {
 	g.grandchild = incarnation(t, p.Expect("grandchild ", 10*time.Second)[0])
 	g.supervisor = incarnation(t, p.Expect("supervisor ", 10*time.Second)[0])
 	g.grant = p.Expect("grant ", 10*time.Second)[0]
+	removeGrantDir(t, g.grant)
 	return g
+}
+
+// removeGrantDir removes the grant's socket directory at the end of the test: a giver killed by
+// SIGKILL has no chance to.
+func removeGrantDir(t *testing.T, grant string) {
+	t.Helper()
+	tok, err := custody.ParseGrant(grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(tok.Sock)) })
 }
 
 // transferEnv runs the helpers as root or as an ordinary user.

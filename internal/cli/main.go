@@ -25,6 +25,7 @@ const (
 	exitUnproven exitCode = 3  // some outcome was not exited or already-exited (stop, reap)
 	exitSocket   exitCode = 3  // supervise: the v2 socket could not be set up
 	exitStale    exitCode = 4  // stop, reap: processes were signalled, then the ledger or the report failed
+	exitUnknown  exitCode = 5  // adopt: the child exited; its status went to its parent alone
 	exitLocked   exitCode = 11 // the ledger lock was held too long by another process; nothing written
 )
 

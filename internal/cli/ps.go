@@ -132,15 +132,12 @@ func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) {
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
 	bw := bufio.NewWriterSize(w, 64<<10) // tabwriter writes cell by cell: one syscall each
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tPURPOSE\tSTATE\tCONTAINMENT\tSPAWNER\tSPAWNER STATE\tAGE\tARGV")
+	fmt.Fprintln(tw, "PID\tPURPOSE\tSTATE\tCONTAINMENT\tSPAWNER\tSPAWNER STATE\tOWNER\tAGE\tARGV")
 	for _, n := range nest(entries) {
 		e := n.e
-		spawner := "-"
-		if e.SpawnerPID != nil {
-			spawner = strconv.Itoa(*e.SpawnerPID)
-		}
-		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID, dash(e.Purpose),
-			e.State, containment(*e.Row), spawner, e.SpawnerState, age(e.CreateTime, now), dash(e.Argv))
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID, dash(e.Purpose),
+			e.State, containment(*e.Row), pidOrDash(e.SpawnerPID), e.SpawnerState, pidOrDash(e.Owner),
+			age(e.CreateTime, now), dash(e.Argv))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -221,6 +218,13 @@ func containment(r ledger.Row) string {
 		return scope.Kind(r.Scope).Containment()
 	}
 	return "-"
+}
+
+func pidOrDash(pid *int) string {
+	if pid == nil {
+		return "-"
+	}
+	return strconv.Itoa(*pid)
 }
 
 func dash(s string) string {

@@ -73,6 +73,7 @@ EXIT STATUS
   3   stop or reap: some process was not seen to exit
   4   stop or reap: processes were signalled and seen to exit, but the ledger could not be
       updated afterwards
+  5   adopt: the child exited; its status is reported to its parent alone
   11  the ledger lock was held too long by another process; nothing was written`
 
 // The help layouts. urfave/cli renders them through a tabwriter: a flag's String is its names and
@@ -131,7 +132,7 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 				Usage: "name of the spawn tag variable (default $CUSTODY_TAG_ENV, else CUSTODY_SPAWN)"},
 			hermesHomeFlag(g),
 		},
-		Commands: []*cli.Command{newDoctor(g), newHelp(), newPs(g), newReap(g), newRegister(g), newRun(g),
+		Commands: []*cli.Command{newAdopt(g), newDoctor(g), newHelp(), newPs(g), newReap(g), newRegister(g), newRun(g),
 			newStop(g), newSupervise(g)},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(ctx, cmd); err != nil { // an unknown command is bad input, not a failure

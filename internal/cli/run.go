@@ -4,27 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
 	"github.com/custody-dev/custody/supervise"
 )
 
 type runOptions struct {
 	*globals
-	purpose string
-	grace   time.Duration
-	keep    bool
-	verbose bool
-	argv    []string
+	purpose  string
+	grace    time.Duration
+	keep     bool
+	verbose  bool
+	grantEnv string
+	grantTTL time.Duration
+	argv     []string
 }
 
 const runHelp = `Start CMD as an owned child in a process group of its own, stamp the spawn tag, record it in
@@ -43,6 +50,12 @@ within the grace. If the supervisor dies, custody says so on standard error, sta
 (after a wait that grows, up to 5 s, while supervisors keep dying young) and says when the child
 is covered again.
 
+With --grant-env NAME, CMD finds in $NAME a grant for itself: a one-shot string that another
+program redeems with custody adopt (or the Go API) to become CMD's owner. Once the new owner has
+recorded its receipt and covers the group, custody stops covering it, says on stderr to whom it
+handed CMD, and exits 0 without stopping anything. The grant is served for --grant-ttl; unredeemed,
+it changes nothing. Without --grant-env no grant is minted.
+
 Standard input, output and error pass through untouched. In a terminal, the child's group is made
 the terminal's foreground group while it runs, so an interactive child (a shell, an editor) reads
 the terminal, and ^C reaches it directly; custody takes the terminal back after. On Linux, ^Z
@@ -53,6 +66,7 @@ On Windows the scope is a job object that dies with custody, and the console's ^
 child directly (it shares custody's console process group); there are no signals to forward.
 
 EXIT STATUS
+  0       the child was handed to another owner (--grant-env)
   N       the child's exit code
   128+N   the child was killed by signal N
   1       custody could not start or record the child; whatever it had started was killed
@@ -66,13 +80,17 @@ func newRun(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:         "run",
 		Usage:        "Run a command as an owned child that dies with custody",
-		UsageText:    "custody run [--purpose P] [--grace D] [--keep] [--verbose] -- CMD [ARGS]",
+		UsageText:    "custody run [--purpose P] [--grace D] [--keep] [--verbose] [--grant-env NAME [--grant-ttl D]] -- CMD [ARGS]",
 		Description:  runHelp,
 		StopOnNthArg: new(1), // flags after CMD belong to CMD
 		ArgValidator: minArgs(1),
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
 				Usage: "time between SIGTERM and SIGKILL for what is left"},
+			&cli.StringFlag{Name: "grant-env", Destination: &o.grantEnv,
+				Usage: "hand CMD a grant for itself in this environment variable (see custody adopt)"},
+			&cli.DurationFlag{Name: "grant-ttl", Value: custody.DefaultGrantTTL, Destination: &o.grantTTL,
+				Usage: "how long the grant is served"},
 			&cli.BoolFlag{Name: "keep", Destination: &o.keep, Usage: "never let reap stop it after a crash"},
 			&cli.StringFlag{Name: "purpose", Value: "run", Destination: &o.purpose,
 				Usage: "what the child is for: serve, gateway, mcp-helper, …"},
@@ -96,6 +114,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	if err := checkPurpose(o.purpose); err != nil {
 		return err
+	}
+	if o.grantTTL <= 0 {
+		return usagef("--grant-ttl %v: must be positive", o.grantTTL)
+	}
+	if strings.ContainsAny(o.grantEnv, "=\x00") {
+		return usagef("--grant-env %q: not a variable name", o.grantEnv)
 	}
 	tagEnv, err := o.tagName()
 	if err != nil {
@@ -133,18 +157,29 @@ func runRun(ctx context.Context, o *runOptions) error {
 		signal.Notify(sigs, relay...)
 		defer signal.Stop(sigs)
 	}
-	child, err := owner.Start(ctx, cmd, custody.StartOptions{Purpose: o.purpose, Keep: o.keep, SharedConsole: true})
+	child, err := owner.Start(ctx, cmd, custody.StartOptions{Purpose: o.purpose, Keep: o.keep, SharedConsole: true,
+		GrantEnv: o.grantEnv, GrantTTL: o.grantTTL})
 	if err != nil {
 		tty.restore()
 		return err
 	}
 	tty.followStops(child.ID.PID, child.ID.PID)
+	var granted <-chan struct{} // nil, never ready, without a grant
+	if g := child.EnvGrant(); g != nil {
+		granted = g.Done()
+	}
 	for waiting := true; waiting; {
 		select {
 		case sig := <-sigs:
 			child.Signal(sig) // an already-exited group has nothing to forward to
 		case <-child.Done():
 			waiting = false
+		case <-granted:
+			granted = nil
+			if handedOver(o.stderr, child) {
+				tty.restore()
+				return nil
+			}
 		}
 	}
 	tty.restore()
@@ -202,4 +237,20 @@ func exitStatus(err error) exitCode {
 		return exitCode(ee.ExitCode())
 	}
 	return exitError
+}
+
+// handedOver reports whether the child's grant ended in a transfer, and says so on stderr, naming
+// the new owner; a grant that ended otherwise is reported and changes nothing.
+func handedOver(stderr io.Writer, child *custody.Child) bool {
+	res := child.EnvGrant().Result()
+	if res.Outcome != custody.Transferred {
+		fmt.Fprintf(stderr, "custody: run: grant %s: %s; pid %d stays this run's\n", res.Outcome, res.Reason, child.ID.PID)
+		return false
+	}
+	who := "pid " + strconv.Itoa(res.Receiver)
+	if argv, err := procid.Cmdline(res.Receiver); err == nil && len(argv) > 0 {
+		who += " (" + filepath.Base(argv[0]) + ")"
+	}
+	fmt.Fprintf(stderr, "custody: run: handed pid %d to %s, its owner now\n", child.ID.PID, who)
+	return true
 }

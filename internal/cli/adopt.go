@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/stop"
+	"github.com/custody-dev/custody/supervise"
+)
+
+type adoptOptions struct {
+	*globals
+	grace time.Duration
+	grant string
+}
+
+const adoptHelp = `Take custody of a child that another owner granted (custody run --grant-env, or a program
+through the Go API), then behave as run does for it. The grant is redeemed over its giver's
+socket: custody proves the child through a handle of its own, records itself as the owner in the
+ledger (the receipt; custody ps shows it), covers the child's process group with its own
+supervisor, and only then does the giver let go. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+SIGUSR2 are forwarded to the child's group. When the child exits, whatever is left of its group is
+stopped (SIGTERM, the grace, SIGKILL) and its row is dropped. If custody itself dies, by any cause,
+the supervisor stops the whole group within the grace.
+
+A grant is refused, and nothing changes, when it is malformed, expired, forged, already used,
+another user's, for a child that has exited, or when its giver is gone (a giver's death takes the
+child with it). The ledger must be the one the grant names: the giver looks for the receipt there.
+
+custody is not the adopted child's parent: it sees the child exit, but Linux and macOS report an
+exit status to the parent alone, so custody exits 5 then rather than claim a status it does not
+know.
+
+EXIT STATUS
+  5       the child exited; its status is reported to its parent alone
+  1       the grant was refused or custody could not take the child; nothing changed
+  2       bad flags or arguments
+  11      the ledger lock was held too long by another process; nothing changed`
+
+func newAdopt(g *globals) *cli.Command {
+	o := &adoptOptions{globals: g}
+	return &cli.Command{
+		Name:        "adopt",
+		Usage:       "Become the owner of a child another owner granted",
+		UsageText:   "custody adopt [--grace D] GRANT",
+		Description: adoptHelp,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
+				Usage: "time between SIGTERM and SIGKILL for what is left"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("adopt: requires exactly one GRANT, received %d", cmd.NArg())
+			}
+			o.grant = cmd.Args().First()
+			return runAdopt(ctx, o)
+		},
+	}
+}
+
+func runAdopt(ctx context.Context, o *adoptOptions) error {
+	ctx = context.WithoutCancel(ctx) // signals are forwarded, not taken as custody's own end
+	if o.grace <= 0 {
+		return usagef("--grace %v: must be positive", o.grace)
+	}
+	tagEnv, err := o.tagName()
+	if err != nil {
+		return err
+	}
+	l, err := o.open()
+	if err != nil {
+		return err
+	}
+	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
+		Supervisor: &supervise.Client{Grace: o.grace, Notify: o.coverage}}
+	defer owner.Supervisor.Close()
+	sigs := make(chan os.Signal, 8)
+	if len(forwarded) > 0 {
+		signal.Notify(sigs, forwarded...)
+		defer signal.Stop(sigs)
+	}
+	child, err := owner.Adopt(ctx, o.grant)
+	if err != nil {
+		return err
+	}
+	for waiting := true; waiting; {
+		select {
+		case sig := <-sigs:
+			child.Signal(sig)
+		case <-child.Done():
+			waiting = false
+		}
+	}
+	if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
+		fmt.Fprintf(o.stderr, "custody: warning: adopt: what is left of the child's group: %s: %s\n", res.Outcome, res.Reason)
+	}
+	return statusError{adoptedStatus(child.Wait())}
+}
+
+// coverage reports each loss of the child's cover against custody's death, and its return, as
+// run's does.
+func (o *adoptOptions) coverage(lost error) {
+	if lost != nil {
+		fmt.Fprintf(o.stderr, "custody: warning: adopt: %v\n", lost)
+		return
+	}
+	fmt.Fprintln(o.stderr, "custody: adopt: a new supervisor covers the child again")
+}
+
+// adoptedStatus maps an adopted child's end to adopt's exit status.
+func adoptedStatus(err error) exitCode {
+	if errors.Is(err, custody.ErrExitUnknown) {
+		return exitUnknown
+	}
+	return exitStatus(err)
+}

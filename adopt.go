@@ -3,16 +3,16 @@ package custody
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 )
 
 // ErrExitUnknown is what [Child.Wait] returns for an adopted child that has exited when the OS
@@ -25,30 +25,31 @@ var ErrExitUnknown = errors.New("custody: exited; its status goes to its parent 
 // scope is covered. A test kills the receiver there.
 var adoptHook func(step string)
 
-// offer is what the giver says of the child: `<pid> <start> <pgid> <scope> [<job handle>]`.
+// offer is what the giver says of the child, as JSON on its "child" line: its incarnation and
+// its scope's description (see [scope.Desc]).
 type offer struct {
-	id    procid.ID
-	pgid  int
-	kind  string
-	extra string
+	PID      int    `json:"pid"`
+	Start    uint64 `json:"start"`
+	PidfdID  uint64 `json:"pidfd_id,omitempty"`
+	Scope    string `json:"scope"`
+	PGID     int    `json:"pgid,omitempty"`
+	Cgroup   string `json:"cgroup,omitempty"`
+	CgroupID uint64 `json:"cgroup_id,omitempty"`
+	// Job is, on Windows, the value of the handle on the child's job that the giver duplicated
+	// into the receiver.
+	Job uint64 `json:"job,omitempty"`
+}
+
+func (o offer) id() procid.ID { return procid.ID{PID: o.PID, Start: o.Start, PidfdID: o.PidfdID} }
+
+func (o offer) desc(leader procid.ID) scope.Desc {
+	return scope.Desc{Kind: scope.Kind(o.Scope), Leader: leader, PGID: o.PGID, Cgroup: o.Cgroup, CgroupID: o.CgroupID}
 }
 
 func parseOffer(s string) (offer, error) {
-	f := strings.Fields(s)
-	if len(f) < 4 || len(f) > 5 {
-		return offer{}, fmt.Errorf("giver's offer %q: not 4 or 5 fields", s)
-	}
 	var o offer
-	var err1, err2, err3 error
-	o.id.PID, err1 = strconv.Atoi(f[0])
-	o.id.Start, err2 = strconv.ParseUint(f[1], 10, 64)
-	o.pgid, err3 = strconv.Atoi(f[2])
-	if err := errors.Join(err1, err2, err3); err != nil || o.id.PID <= 1 {
+	if err := json.Unmarshal([]byte(s), &o); err != nil || o.PID <= 1 || o.Start == 0 {
 		return offer{}, fmt.Errorf("giver's offer %q: malformed", s)
-	}
-	o.kind = f[3]
-	if len(f) == 5 {
-		o.extra = f[4]
 	}
 	return o, nil
 }
@@ -133,18 +134,19 @@ func refusal(err error) error {
 }
 
 // take proves the offered child, records the receipt and covers its scope.
-func (o *Owner) take(ctx context.Context, off offer) (c *Child, err error) {
+func (o *Owner) take(ctx context.Context, off offer) (_ *Child, err error) {
 	proc, err := o.prove(off)
 	if err != nil {
 		return nil, err
 	}
-	c = &Child{ID: proc.ID(), owner: o, proc: proc, done: make(chan struct{})}
+	// Not a named result: "return nil, err" would zero it before the deferred abandon reads it.
+	c := &Child{ID: proc.ID(), owner: o, proc: proc, done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			c.abandon()
 		}
 	}()
-	if c.scope, err = adoptScope(off); err != nil {
+	if c.scope, err = adoptScope(off, c.ID); err != nil {
 		return nil, err
 	}
 	hook("proved")
@@ -152,7 +154,7 @@ func (o *Owner) take(ctx context.Context, off offer) (c *Child, err error) {
 		return nil, err
 	}
 	hook("receipt")
-	if err := o.cover(c.scope); err != nil {
+	if err := o.coverAdopted(c.scope); err != nil {
 		return nil, err
 	}
 	c.covered = true
@@ -168,13 +170,16 @@ func hook(step string) {
 // prove opens a handle on the offered child and proves through it that it is the incarnation
 // the giver named.
 func (o *Owner) prove(off offer) (*authority.Process, error) {
-	rec := procid.Record{PID: off.id.PID, StartTicks: &off.id.Start}
+	rec := procid.Record{PID: off.PID, StartTicks: &off.Start}
+	if off.PidfdID != 0 {
+		rec.PidfdID = &off.PidfdID
+	}
 	if boot, err := procid.BootID(); err == nil {
 		rec.BootID = &boot
 	}
 	proc, err := authority.Acquire(rec)
 	if errors.Is(err, procid.ErrGone) {
-		return nil, fmt.Errorf("%w: pid %d is gone", ErrGrantRefused, off.id.PID)
+		return nil, fmt.Errorf("%w: pid %d is gone", ErrGrantRefused, off.PID)
 	}
 	return proc, err
 }
@@ -218,7 +223,7 @@ func (c *Child) abandon() {
 		c.owner.uncover(c.scope)
 	}
 	if c.scope != nil {
-		c.scope.Close()
+		c.scope.Release() // not Close: the scope is the giver's again, and Close would kill it
 	}
 	c.proc.Close()
 }

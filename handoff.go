@@ -3,6 +3,7 @@ package custody
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -72,11 +73,25 @@ func (c *Child) handOff(conn *net.UnixConn, r *bufio.Reader, receiver int) Trans
 	}
 	c.released, c.handedTo = true, receiver
 	res := TransferResult{Outcome: Transferred, Receiver: receiver}
-	if err := errors.Join(c.owner.uncover(c.scope), c.proc.Close(), c.scope.Close()); err != nil {
+	// Release, not Close: the scope is the receiver's now, and closing a cgroup kills it.
+	if err := errors.Join(c.owner.uncover(c.scope), c.proc.Close(), c.scope.Release()); err != nil {
 		res.Reason = "released, but " + err.Error()
 	}
 	fmt.Fprintf(conn, "released\n")
 	return res
+}
+
+// offer describes the child for the receiver (see offer), with, on Windows, a handle on its
+// job duplicated into the receiver.
+func (c *Child) offer(receiver int) ([]byte, error) {
+	d := c.scope.Desc()
+	off := offer{PID: c.ID.PID, Start: c.ID.Start, PidfdID: c.ID.PidfdID, Scope: string(d.Kind), PGID: d.PGID,
+		Cgroup: d.Cgroup, CgroupID: d.CgroupID}
+	var err error
+	if off.Job, err = c.shareJob(receiver); err != nil {
+		return nil, err
+	}
+	return json.Marshal(off)
 }
 
 // findReceipt checks that the ledger names receiver as the owner of c's incarnation.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 
+	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 )
 
@@ -21,8 +22,10 @@ type cred struct{ pid, uid int }
 
 func peerCred(*net.UnixConn) (cred, error) { return cred{}, errNoTransfer }
 
-func (c *Child) offer(int) (string, error) { return "", errNoTransfer }
+func (c *Child) shareJob(int) (uint64, error) { return 0, errNoTransfer }
 
-func adoptScope(offer) (*scope.Scope, error) { return nil, errNoTransfer }
+func adoptScope(offer, procid.ID) (*scope.Scope, error) { return nil, errNoTransfer }
+
+func (o *Owner) coverAdopted(*scope.Scope) error { return errNoTransfer }
 
 func (c *Child) exitStatus() error { return errNoTransfer }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/custody-dev/custody/procid"
+
 	"github.com/custody-dev/custody/scope"
 )
 
@@ -81,17 +83,22 @@ func peerCred(conn *net.UnixConn) (cred, error) {
 	return c, credErr
 }
 
-// offer names the child to the receiver: its incarnation and its process group.
-func (c *Child) offer(int) (string, error) {
-	return fmt.Sprintf("%d %d %d %s", c.ID.PID, c.ID.Start, c.scope.PGID(), c.scope.Kind()), nil
+// shareJob: Unix scopes need no handle; the receiver opens them from their description.
+func (c *Child) shareJob(int) (uint64, error) { return 0, nil }
+
+// adoptScope rebuilds the offered scope on the receiver's side and proves it: a process group by
+// its leader, a cgroup by its path and id.
+func adoptScope(off offer, leader procid.ID) (*scope.Scope, error) {
+	return scope.Open(off.desc(leader))
 }
 
-// adoptScope rebuilds the offered scope on the receiver's side.
-func adoptScope(off offer) (*scope.Scope, error) {
-	if off.kind != string(scope.KindGroup) {
-		return nil, fmt.Errorf("pid %d: a %s scope cannot be covered here", off.id.PID, off.kind)
+// coverAdopted covers an adopted scope with this owner's supervisor: a cgroup by its path, a
+// process group bound to its leader.
+func (o *Owner) coverAdopted(s *scope.Scope) error {
+	if d := s.Desc(); d.Kind == scope.KindCgroup {
+		return o.Supervisor.RegisterCgroup(d.Cgroup)
 	}
-	return scope.FromGroup(off.pgid, off.id)
+	return o.cover(s)
 }
 
 // exitStatus: neither Linux nor macOS tells a process other than the parent how another exited.

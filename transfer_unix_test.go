@@ -5,6 +5,7 @@ package custody_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/supervise"
 )
 
@@ -29,10 +31,31 @@ const nobody = 65534
 func init() {
 	testproc.Register("giver", helperGiver)
 	testproc.Register("receiver", helperReceiver)
+	testproc.Register("handed-worker", helperHandedWorker)
 }
 
-// helperGiver starts an owned worker with a grandchild in its group, mints a grant for it, and
-// prints "child <pid> <start>", "grandchild <pid>", "supervisor <pid>", "grant <grant>", then,
+// helperHandedWorker is a child to be handed over. It starts a grandchild in its process group
+// and an escapee in a session of its own (which leaves a process group but not a cgroup), prints
+// "ready <pid> <grandchild> <escapee>", and lives until its stdin, the lifeline, closes.
+func helperHandedWorker([]string) int {
+	var pids []string
+	for _, attr := range []*syscall.SysProcAttr{nil, {Setsid: true}} {
+		g := exec.Command(os.Args[0])
+		g.Env = append(os.Environ(), testproc.Env("worker"))
+		g.Stdin, g.SysProcAttr = os.Stdin, attr
+		if err := g.Start(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		pids = append(pids, strconv.Itoa(g.Process.Pid))
+	}
+	fmt.Println("ready", os.Getpid(), strings.Join(pids, " "))
+	bufio.NewScanner(os.Stdin).Scan()
+	return 0
+}
+
+// helperGiver starts an owned handed-worker, mints a grant for it, and prints "child <pid>
+// <start>", "grandchild <pid>", "escapee <pid>", "supervisor <pid>", "grant <grant>", then,
 // when the grant ends, "result <outcome> <receiver> <reason>". It blocks until killed. Its
 // workers' lifeline is its descriptor 3, the test's (see lifeline).
 func helperGiver(args []string) int {
@@ -41,8 +64,8 @@ func helperGiver(args []string) int {
 	if len(args) > 1 {
 		ttl, _ = time.ParseDuration(args[1])
 	}
-	cmd := exec.Command(os.Args[0], "grandchild")
-	cmd.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=worker")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), testproc.Env("handed-worker"))
 	cmd.Stdin = os.NewFile(3, "lifeline") // the test's, not the giver's: it outlives the giver
 	out, _ := cmd.StdoutPipe()
 	c, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "gateway"})
@@ -59,7 +82,8 @@ func helperGiver(args []string) int {
 		return 1
 	}
 	fmt.Println("child", c.ID.PID, c.ID.Start)
-	fmt.Println("grandchild", f[len(f)-1])
+	fmt.Println("grandchild", f[2])
+	fmt.Println("escapee", f[3])
 	fmt.Println("supervisor", o.Supervisor.PID())
 	fmt.Println("grant", g)
 	res, _ := g.Wait(context.Background())
@@ -92,8 +116,8 @@ func helperReceiver(args []string) int {
 // giver is a started giver helper and what it said.
 type giver struct {
 	*testproc.Proc
-	child, grandchild, supervisor procid.ID
-	grant                         string
+	child, grandchild, escapee, supervisor procid.ID
+	grant                                  string
 }
 
 func startGiver(t *testing.T, env *transferEnv, args ...string) *giver {
@@ -105,6 +129,7 @@ func startGiver(t *testing.T, env *transferEnv, args ...string) *giver {
 	f := p.Expect("child ", 30*time.Second)
 	g.child = incarnation(t, f[0])
 	g.grandchild = incarnation(t, p.Expect("grandchild ", 10*time.Second)[0])
+	g.escapee = incarnation(t, p.Expect("escapee ", 10*time.Second)[0])
 	g.supervisor = incarnation(t, p.Expect("supervisor ", 10*time.Second)[0])
 	g.grant = p.Expect("grant ", 10*time.Second)[0]
 	removeGrantDir(t, g.grant)
@@ -127,6 +152,7 @@ type transferEnv struct {
 	ledger string
 	exe    string              // the test binary, where the user can run it
 	cred   *syscall.Credential // nil: the test's own user
+	env    []string            // more environment for the helpers
 }
 
 func newTransferEnv(t *testing.T, asNobody bool) *transferEnv {
@@ -154,7 +180,7 @@ func newTransferEnv(t *testing.T, asNobody bool) *transferEnv {
 
 func (e *transferEnv) command(t *testing.T, helper string, args ...string) *exec.Cmd {
 	cmd := exec.Command(e.exe, args...)
-	cmd.Env = append(os.Environ(), testproc.Env(helper))
+	cmd.Env = append(append(os.Environ(), e.env...), testproc.Env(helper))
 	if e.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
 	}
@@ -238,20 +264,53 @@ func mustAlive(t *testing.T, what string, ids ...procid.ID) {
 	}
 }
 
-// ownerOf reads the owner the ledger names for pid.
+// scopeOf reads the kind of scope the ledger names for pid, and logs it.
+func scopeOf(t *testing.T, path string, pid int) string {
+	t.Helper()
+	return field(t, path, pid, "scope")
+}
+
+// ownerOf reads the owner the ledger names for pid. It reads the file itself: the ledger may be
+// another user's, which the ledger package rightly refuses to trust.
 func ownerOf(t *testing.T, path string, pid int) int {
 	t.Helper()
-	rows, err := ledger.Peek(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var rows []struct{ PID, Owner int }
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range rows {
-		if r.PID == pid && r.Owner != nil {
-			return *r.Owner
+		if r.PID == pid && r.Owner != 0 {
+			return r.Owner
 		}
 	}
 	t.Fatalf("no row with an owner for pid %d in %d rows", pid, len(rows))
 	return 0
+}
+
+// field reads one string field of pid's row, as ownerOf does.
+func field(t *testing.T, path string, pid int, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r["pid"] == float64(pid) {
+			v, _ := r[name].(string)
+			t.Logf("pid %d: %s %q", pid, name, v)
+			return v
+		}
+	}
+	t.Fatalf("no row for pid %d", pid)
+	return ""
 }
 
 func killAndWait(t *testing.T, p *testproc.Proc) {
@@ -261,12 +320,18 @@ func killAndWait(t *testing.T, p *testproc.Proc) {
 }
 
 // TestTransfer: after the receipt the giver is SIGKILLed and the child lives, owned by the
-// receiver; then the receiver is SIGKILLed and the child's whole group dies with it. As root and
-// as an ordinary user.
+// receiver; then the receiver is SIGKILLed and the child's whole scope dies with it (a cgroup
+// scope: its escaped grandchild too). As the test's user (root: cgroups where writable, and
+// process groups) and as an ordinary user.
 func TestTransfer(t *testing.T) {
-	for _, asNobody := range []bool{false, true} {
-		t.Run(map[bool]string{false: "self", true: "nobody"}[asNobody], func(t *testing.T) {
-			env := newTransferEnv(t, asNobody)
+	for _, tc := range []struct {
+		name     string
+		asNobody bool
+		env      []string
+	}{{"self", false, nil}, {"self-pgrp", false, []string{scope.EnvContainment + "=process-group"}}, {"nobody", true, nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTransferEnv(t, tc.asNobody)
+			env.env = tc.env
 			g := startGiver(t, env)
 			r := testproc.Start(t, env.command(t, "receiver", env.ledger, g.grant))
 			if f := r.Expect("adopted ", 30*time.Second); f[0] != strconv.Itoa(g.child.PID) {
@@ -283,12 +348,15 @@ func TestTransfer(t *testing.T) {
 			// The giver's supervisor exits at its owner's death, after stopping what it still
 			// covered: once it is gone, the child has survived it.
 			waitGone(t, "the giver's supervisor", g.supervisor)
-			mustAlive(t, "after the giver's death, the child", g.child, g.grandchild)
+			mustAlive(t, "after the giver's death, the child", g.child, g.grandchild, g.escapee)
 			if owner := ownerOf(t, env.ledger, g.child.PID); owner != r.Process.Pid {
 				t.Fatalf("row's owner %d after the giver's death, want the receiver %d", owner, r.Process.Pid)
 			}
 			killAndWait(t, r)
 			waitGone(t, "after the receiver's death, the child's group", g.child, g.grandchild)
+			if scopeOf(t, env.ledger, g.child.PID) == "cgroup" {
+				waitGone(t, "after the receiver's death, the child's escaped grandchild", g.escapee)
+			}
 		})
 	}
 }

@@ -13,13 +13,13 @@ import (
 // maxLine bytes (a longer line ends the exchange):
 //
 //	receiver → giver   redeem <secret>
-//	giver → receiver   child <pid> <start> <pgid> <scope> [<job handle>]   or   refused <reason>
+//	giver → receiver   child <JSON: the child's incarnation and scope>   or   refused <reason>
 //	receiver → giver   covered        (its receipt is in the ledger and it covers the scope)
 //	giver → receiver   released       or   refused <reason>
 //
 // A receiver that closes the connection instead of sending covered has not completed its
 // receipt: the giver keeps the child, and takes its row back if the receiver had written it.
-const maxLine = 512
+const maxLine = 4096
 
 // readField reads one line and returns what follows verb. A "refused" line becomes an error
 // wrapping [ErrGrantRefused] with the peer's reason; another verb, an over-long line or EOF are

@@ -127,10 +127,10 @@ func startGiver(t *testing.T, env *transferEnv, args ...string) *giver {
 	p := testproc.Start(t, cmd)
 	g := &giver{Proc: p}
 	f := p.Expect("child ", 30*time.Second)
-	g.child = incarnation(t, f[0])
-	g.grandchild = incarnation(t, p.Expect("grandchild ", 10*time.Second)[0])
-	g.escapee = incarnation(t, p.Expect("escapee ", 10*time.Second)[0])
-	g.supervisor = incarnation(t, p.Expect("supervisor ", 10*time.Second)[0])
+	g.child = pidIncarnation(t, f[0])
+	g.grandchild = pidIncarnation(t, p.Expect("grandchild ", 10*time.Second)[0])
+	g.escapee = pidIncarnation(t, p.Expect("escapee ", 10*time.Second)[0])
+	g.supervisor = pidIncarnation(t, p.Expect("supervisor ", 10*time.Second)[0])
 	g.grant = p.Expect("grant ", 10*time.Second)[0]
 	removeGrantDir(t, g.grant)
 	return g
@@ -217,8 +217,8 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// incarnation reads a live process's identity from its PID, given as text.
-func incarnation(t *testing.T, pid string) procid.ID {
+// pidIncarnation reads a live process's identity from its PID, given as text.
+func pidIncarnation(t *testing.T, pid string) procid.ID {
 	t.Helper()
 	n, err := strconv.Atoi(pid)
 	if err != nil {

@@ -103,9 +103,9 @@ func TestGatewayWitness(t *testing.T) {
 	cmd := env.command(t, "gateway", env.ledger, handoff)
 	cmd.ExtraFiles = []*os.File{lifeline(t)}
 	old := testproc.Start(t, cmd)
-	watcher := incarnation(t, old.Expect("watcher ", 30*time.Second)[0])
-	grandchild := incarnation(t, old.Expect("grandchild ", 10*time.Second)[0])
-	supervisor := incarnation(t, old.Expect("supervisor ", 10*time.Second)[0])
+	watcher := pidIncarnation(t, old.Expect("watcher ", 30*time.Second)[0])
+	grandchild := pidIncarnation(t, old.Expect("grandchild ", 10*time.Second)[0])
+	supervisor := pidIncarnation(t, old.Expect("supervisor ", 10*time.Second)[0])
 	if f := successor.Expect("adopted ", 30*time.Second); f[0] != strconv.Itoa(watcher.PID) || f[1] != "1" {
 		t.Fatalf("successor adopted %v, want pid %d generation 1", f, watcher.PID)
 	}

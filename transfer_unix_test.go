@@ -122,6 +122,7 @@ type giver struct {
 
 func startGiver(t *testing.T, env *transferEnv, args ...string) *giver {
 	t.Helper()
+	testproc.Use("handed-worker") // the giver starts it
 	cmd := env.command(t, "giver", append([]string{env.ledger}, args...)...)
 	cmd.ExtraFiles = []*os.File{lifeline(t)}
 	p := testproc.Start(t, cmd)

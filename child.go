@@ -145,11 +145,11 @@ func (c *Child) releaseLocked(ctx context.Context) error {
 	default:
 		return fmt.Errorf("custody: release pid %d: it is still running: %w", c.ID.PID, errOccupied)
 	}
-	if empty, err := c.scope.Empty(); err != nil || !empty {
-		if err == nil {
-			err = errOccupied
-		}
-		return fmt.Errorf("custody: release pid %d: %v: %w", c.ID.PID, c.scope, err)
+	if empty, err := c.scope.Empty(); err != nil {
+		// Emptiness that cannot be told is not proven: the scope counts as occupied.
+		return fmt.Errorf("custody: release pid %d: %v: %w: %w", c.ID.PID, c.scope, errOccupied, err)
+	} else if !empty {
+		return fmt.Errorf("custody: release pid %d: %v: %w", c.ID.PID, c.scope, errOccupied)
 	}
 	c.released = true
 	err := errors.Join(c.owner.uncover(c.scope), c.dropRow(ctx), c.proc.Close(), c.scope.Close())

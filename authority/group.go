@@ -56,9 +56,13 @@ func (g Group) Signal(sig os.Signal) error { return g.signal(sig) }
 // to exit a stop sends first.
 func (g Group) Ask() (string, error) { return AskSIGTERM, g.signal(syscall.SIGTERM) }
 
-// Empty reports whether the group has no members left: kill(-pgid, 0) fails with ESRCH. A member
-// that is a zombie, exited but not yet reaped by its parent, still counts, so Empty never reports
-// an exit early; with no proof either way (an unexpected error) it returns the error.
+// Empty reports whether the group has no live member left: kill(-pgid, 0) fails with ESRCH, or,
+// on Linux, a /proc scan finds every member a zombie (exited, not yet reaped: an orphaned zombie
+// may wait a while for init, and has exited all the same). On macOS, which has no such scan,
+// zombies count as members. With no proof either way it returns an error saying why: a scan that
+// cannot see every process (/proc mounted with hidepid, an error wrapping
+// [procid.ErrScanBlind]) or an unexpected error. A member that runs is never missed: Empty
+// never reports an exit early.
 func (g Group) Empty() (bool, error) { return g.empty() }
 
 // Wait polls [Group.Empty], from 1 ms up to every 100 ms, until the group is empty or ctx is

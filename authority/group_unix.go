@@ -105,9 +105,17 @@ func (g Group) empty() (bool, error) {
 	}
 	switch err := unix.Kill(-g.PGID, 0); err {
 	case nil:
-		// Members exist, but zombies count: a scan may prove they all have exited.
+		// Members exist, but kill(2) counts zombies: a scan may prove they all have exited. A scan
+		// that cannot see every process (hidepid, an unreadable one) proves nothing either way,
+		// and says why rather than answering "not empty" for a group that may be all zombies.
 		live, err := procid.GroupHasLive(g.PGID)
-		return err == nil && !live, nil
+		if errors.Is(err, errors.ErrUnsupported) { // macOS: no scan, and zombies count
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("authority: group %d: members remain, and whether any is alive cannot be told: %w", g.PGID, err)
+		}
+		return !live, nil
 	case unix.EPERM: // members exist, owned by someone the caller may not signal
 		return false, nil
 	case unix.ESRCH:
@@ -117,9 +125,23 @@ func (g Group) empty() (bool, error) {
 	}
 }
 
+// wait polls empty. A group whose emptiness cannot be told (see empty) is polled on, as one
+// that is not empty: its members may still exit. If ctx ends first, the error says why emptiness
+// could not be told, when that was the last answer.
 func (g Group) wait(ctx context.Context) error {
-	if empty, err := backoff.Until(ctx, g.empty); err != nil || empty {
+	var untold error
+	empty, err := backoff.Until(ctx, func() (bool, error) {
+		empty, err := g.empty()
+		if untold = err; errors.Is(err, procid.ErrScanBlind) || errors.Is(err, procid.ErrScanUnreadable) {
+			return false, nil
+		}
+		return empty, err
+	})
+	switch {
+	case err != nil || empty:
 		return err
+	case untold != nil:
+		return fmt.Errorf("authority: wait group %d: %w (%w)", g.PGID, context.Cause(ctx), untold)
 	}
 	return fmt.Errorf("authority: wait group %d: %w", g.PGID, context.Cause(ctx))
 }

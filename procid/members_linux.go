@@ -2,16 +2,11 @@ package procid
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
-
-// ErrScanBlind reports that /proc hides other users' processes from this one (hidepid), so a
-// scan cannot prove that a group has no live member.
-var ErrScanBlind = errors.New("procid: /proc hides other users' processes (hidepid)")
 
 // GroupHasLive reports whether any process of group pgid is alive, not a zombie, by scanning
 // /proc. kill(-pgid, 0) cannot tell: it succeeds while any member is a zombie, and an orphaned
@@ -38,9 +33,6 @@ func LiveGroups() (map[int]bool, error) {
 	return live, err
 }
 
-// errUnreadable stops a scan that met a process it could not read: its group is unknown.
-var errUnreadable = errors.New("procid: a process could not be read during the scan")
-
 // scanGroups calls fn with the group of every live process until fn returns false.
 func scanGroups(fn func(pgid int) bool) error {
 	if err := scanBlind(); err != nil {
@@ -66,11 +58,11 @@ func scanGroups(fn func(pgid int) bool) error {
 			continue // exited and reaped during the scan
 		}
 		if err != nil {
-			return errUnreadable
+			return ErrScanUnreadable
 		}
 		inc, err := parseStat(buf[:n])
 		if err != nil {
-			return errUnreadable
+			return ErrScanUnreadable
 		}
 		if !inc.Zombie && !fn(inc.PGID) {
 			return nil

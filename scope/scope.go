@@ -189,16 +189,18 @@ func (s *Scope) Signal(sig os.Signal) error { return s.signal(sig) }
 // only be killed.
 func (s *Scope) Ask() (string, error) { return s.ask() }
 
-// Empty reports whether no process is left in the scope. On Unix a zombie, exited but not yet
-// reaped by its parent, counts as a member — the leader's included, until the caller's
-// cmd.Wait — so Empty never reports an exit early. On Windows it asks the job for its count of
-// active processes.
+// Empty reports whether no live process is left in the scope; it never reports an exit early.
+// A process group is empty when no member is left or, on Linux, every member left is a zombie
+// (see [authority.Group.Empty], which also says when emptiness cannot be told); on macOS zombies
+// count as members. A cgroup holds no zombie: a process leaves it as it exits. On Windows it asks
+// the job for its count of active processes.
 func (s *Scope) Empty() (bool, error) { return s.empty() }
 
 // Wait polls [Scope.Empty], from every 1 ms up to every 100 ms, until the scope is empty or ctx
 // is done, and returns nil only when it saw the scope empty. When ctx ends first the error wraps
-// context.Cause(ctx). On Unix the leader's zombie keeps the group non-empty, so something must
-// reap the child (cmd.Wait) for Wait to return.
+// context.Cause(ctx), and, when the last poll could not tell emptiness, why. On macOS the
+// leader's zombie keeps the group non-empty, so something must reap the child (cmd.Wait) for
+// Wait to return.
 //
 // A cgroup scope needs no polling: Wait sleeps on cgroup.events, which the kernel wakes when the
 // cgroup empties, and a zombie is not a member (a process leaves its cgroup as it exits).

@@ -10,7 +10,8 @@ package scope
 //	setsid(2)                a new session is a new group too; setpgid(2) after it fails (EPERM)
 //	a group's id             is its leader's pid; the kernel does not hand out a pid that is still
 //	                         some group's id, and an unreaped child (a zombie too) pins its pid
-//	kill(-pgid, sig)         signals every member; ESRCH when none is left (zombies count)
+//	kill(-pgid, sig)         signals every member; ESRCH when none is left (zombies count
+//	                         here, which is why emptiness on Linux also scans /proc)
 
 import (
 	"context"

@@ -5,6 +5,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,6 +128,39 @@ func TestPsCorrupt(t *testing.T) {
 	}
 	if r := runCLI(t, "--ledger", led, "doctor"); r.code != 0 || !strings.Contains(r.stdout, ".corrupt") {
 		t.Errorf("doctor after quarantine: %+v", r)
+	}
+}
+
+// TestPsStatesNotRewritable: ps --json replaces the state fields another program wrote in a row;
+// when that row cannot be rewritten (a NaN, which the ledger keeps byte for byte), ps fails with
+// one line instead of passing the other program's states off as its own.
+func TestPsStatesNotRewritable(t *testing.T) {
+	self, err := procid.Self() // a live process for the row
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := ledgerPath(t)
+	os.MkdirAll(filepath.Dir(led), 0o700)
+	for _, tc := range []struct {
+		load string
+		code int
+	}{{"0.5", 0}, {"NaN", 1}} {
+		row := fmt.Sprintf(`[{"pid": %d, "create_time": %.3f, "purpose": "serve", "load": %s, "state": "gone", "spawner_state": "gone"}]`,
+			self.PID, self.CreateTime, tc.load)
+		if err := os.WriteFile(led, []byte(row), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, "--ledger", led, "ps", "--all", "--json")
+		if r.code != tc.code {
+			t.Errorf("load %s: exit %d, want %d (stderr %q)", tc.load, r.code, tc.code, r.stderr)
+		}
+		if tc.code != 0 {
+			checkOneLineError(t, "ps --json over a NaN row naming state", r, tc.code)
+			continue
+		}
+		if strings.Count(r.stdout, `"state"`) != 1 || strings.Contains(r.stdout, `"state":"gone"`) {
+			t.Errorf("load %s: the other program's state passed through: %s", tc.load, r.stdout)
+		}
 	}
 }
 

@@ -96,7 +96,9 @@ func writePsJSON(w io.Writer, entries []ledger.Entry) error {
 			b.WriteString(",")
 		}
 		b.WriteString("\n")
-		writeWithStates(b, raw, e.State.String(), e.SpawnerState)
+		if err := writeWithStates(b, raw, e.State.String(), e.SpawnerState); err != nil {
+			return fmt.Errorf("ps: pid %d: %w", e.PID, err)
+		}
 	}
 	b.WriteString("\n]\n")
 	return b.Flush()
@@ -104,17 +106,30 @@ func writePsJSON(w io.Writer, entries []ledger.Entry) error {
 
 // writeWithStates writes a JSON object's bytes with the two state fields added, replacing any
 // that another program wrote under those names, without re-encoding or copying the rest.
-func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) {
+//
+// A row that names those fields and cannot be rewritten (its bytes hold a NaN, which the
+// rewrite's decoder refuses) is an error: written as it is, it would carry the other program's
+// states as custody's, and appended to, it would name each field twice.
+func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) error {
 	// One scan for both names: `state"` ends "state" and "spawner_state" alike (and, harmlessly,
 	// any other name ending so, which takes the slow path for nothing).
 	if bytes.Contains(raw, []byte(`state"`)) {
-		if r, err := ledger.Reparse(raw); err == nil {
-			r.Set("state", state)
-			r.Set("spawner_state", spawner)
-			out, _ := r.Raw()
-			b.Write(out)
-			return
+		r, err := ledger.Reparse(raw)
+		if err == nil {
+			err = r.Set("state", state)
 		}
+		if err == nil {
+			err = r.Set("spawner_state", spawner)
+		}
+		var out []byte
+		if err == nil {
+			out, err = r.Raw()
+		}
+		if err != nil {
+			return fmt.Errorf("add the state fields: %w", err)
+		}
+		b.Write(out)
+		return nil
 	}
 	obj := bytes.TrimRight(raw, " \t\r\n")
 	obj = obj[:len(obj)-1] // the closing brace
@@ -127,6 +142,7 @@ func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) {
 	b.WriteString(`","spawner_state":"`)
 	b.WriteString(spawner)
 	b.WriteString(`"}`)
+	return nil
 }
 
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {

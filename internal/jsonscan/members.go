@@ -16,22 +16,15 @@ func Members(obj []byte, fn func(key, value []byte) bool) bool {
 	if i >= len(obj) || obj[i] != '{' {
 		return false
 	}
-	var (
-		buf []byte
-		w   = noWindow // it marks non-ASCII bytes too, so that plain keys are known on sight
-		j   int
-		ok  bool
-	)
+	var buf []byte
 	i = skipSpace(obj, i+1)
 	for i < len(obj) && obj[i] == '"' {
 		start := i + 1
-		if j, ok = w.find(start); !ok {
-			j, w = w.next(obj, start, msb)
-		}
+		j := stringStop(obj, start, stopString|stopNonASCII)
 		key := obj[start:j]
 		if i = j + 1; j >= len(obj) || obj[j] != '"' {
 			// An escape or a non-ASCII byte: decode the name.
-			i, w = skipString(obj, start, w)
+			i = skipString(obj, start)
 			buf, _ = appendString(buf[:0], obj[start-1:i])
 			key = buf
 		}
@@ -45,13 +38,9 @@ func Members(obj []byte, fn func(key, value []byte) bool) bool {
 		if i < len(obj) {
 			switch obj[i] {
 			case '"':
-				if j, ok = w.find(i + 1); ok && j < len(obj) && obj[j] == '"' {
-					i = j + 1
-				} else {
-					i, w = skipString(obj, i+1, w)
-				}
+				i = skipString(obj, i+1)
 			case '{', '[':
-				i, w = skipContainer(obj, i, w)
+				i = skipContainer(obj, i)
 			default:
 				i = skipScalar(obj, i)
 			}
@@ -72,16 +61,15 @@ func Members(obj []byte, fn func(key, value []byte) bool) bool {
 }
 
 // skipString returns the index past the closing quote of the string whose opening quote is just
-// before data[i], or len(data) when there is none, and the window it ended in. It trusts the
-// string to be valid.
-func skipString(data []byte, i int, w window) (int, window) {
+// before data[i], or len(data) when there is none. It trusts the string to be valid.
+func skipString(data []byte, i int) int {
 	for {
-		if i, w = w.next(data, i, msb); i >= len(data) {
-			return len(data), w
+		if i = stringStop(data, i, stopString); i >= len(data) {
+			return len(data)
 		}
 		switch data[i] {
 		case '"':
-			return i + 1, w
+			return i + 1
 		case '\\':
 			i += 2
 		default:
@@ -90,23 +78,23 @@ func skipString(data []byte, i int, w window) (int, window) {
 	}
 }
 
-// skipContainer returns the index past the array or object at data[i], and the window it ended
-// in. It trusts the value to be valid.
-func skipContainer(data []byte, i int, w window) (int, window) {
+// skipContainer returns the index past the array or object at data[i]. It trusts the value to
+// be valid.
+func skipContainer(data []byte, i int) int {
 	depth := 0
 	for i < len(data) {
 		switch data[i] {
 		case '"':
-			i, w = skipString(data, i+1, w)
+			i = skipString(data, i+1)
 			continue
 		case '{', '[':
 			depth++
 		case '}', ']':
 			if depth--; depth == 0 {
-				return i + 1, w
+				return i + 1
 			}
 		}
 		i++
 	}
-	return i, w
+	return i
 }

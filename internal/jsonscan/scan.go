@@ -10,14 +10,11 @@ const maxDepth = 10000
 // It is a state machine with three states joined by goto: a value due, an object key due, and a
 // value just ended. Open containers are tracked in st rather than by recursion, so hostile
 // nesting costs no goroutine stack, and the common case, an object of scalars, loops in the
-// member state alone. Strings are searched through a window (see [window]).
+// member state alone.
 func scan(data []byte, i int, fn func([]byte) error) (int, error) {
 	var (
 		st    nest
-		w     = noWindow
 		err   error
-		j     int
-		ok    bool
 		elem  int // start of the current element of a top-level array
 		array = data[i] == '['
 	)
@@ -51,9 +48,7 @@ value:
 		st.push(false)
 		goto value
 	case '"':
-		if j, ok = w.find(i + 1); ok && j < len(data) && data[j] == '"' {
-			i = j + 1
-		} else if i, w, err = scanString(data, i+1, w); err != nil {
+		if i, err = scanString(data, i+1); err != nil {
 			return 0, err
 		}
 	case 't', 'f', 'n':
@@ -72,9 +67,7 @@ member:
 	if i >= len(data) || data[i] != '"' {
 		return 0, errAt(data, i, "looking for beginning of object key string")
 	}
-	if j, ok = w.find(i + 1); ok && j < len(data) && data[j] == '"' {
-		i = j + 1
-	} else if i, w, err = scanString(data, i+1, w); err != nil {
+	if i, err = scanString(data, i+1); err != nil {
 		return 0, err
 	}
 	if i < len(data) && data[i] == ':' {
@@ -89,9 +82,7 @@ member:
 	}
 	switch data[i] {
 	case '"':
-		if j, ok = w.find(i + 1); ok && j < len(data) && data[j] == '"' {
-			i = j + 1
-		} else if i, w, err = scanString(data, i+1, w); err != nil {
+		if i, err = scanString(data, i+1); err != nil {
 			return 0, err
 		}
 	case '{', '[':
@@ -145,20 +136,67 @@ closing:
 }
 
 // scanString validates the rest of a string whose opening quote is just before data[i], and
-// returns the index past its closing quote and the window it ended in.
-func scanString(data []byte, i int, w window) (int, window, error) {
+// returns the index past its closing quote.
+func scanString(data []byte, i int) (int, error) {
 	var err error
 	for {
-		if i, w = w.next(data, i, 0); i >= len(data) {
-			return 0, w, errEOF(data)
+		if i = stringStop(data, i, stopString); i >= len(data) {
+			return 0, errEOF(data)
 		}
 		if data[i] == '"' {
-			return i + 1, w, nil
+			return i + 1, nil
 		}
 		if i, err = scanEscape(data, i); err != nil {
-			return 0, w, err
+			return 0, err
 		}
 	}
+}
+
+// The classes of bytes a string scan stops at.
+const (
+	stopString   = 1 << iota // '"', '\\' and control characters: what ends a run of plain bytes
+	stopNonASCII             // bytes of 0x80 and above
+)
+
+// stops has, for each byte, the classes it belongs to.
+var stops = func() (t [256]uint8) {
+	for c := range 0x20 {
+		t[c] = stopString
+	}
+	t['"'], t['\\'] = stopString, stopString
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = stopNonASCII
+	}
+	return t
+}()
+
+// stringStop returns the index of the first byte at or after data[i] in one of the classes of
+// mask, or len(data).
+func stringStop(data []byte, i int, mask uint8) int {
+	for i < len(data) && stops[data[i]]&mask == 0 {
+		i++
+	}
+	return i
+}
+
+// skipDigits returns the index of the first byte at or after data[i] that is not a decimal
+// digit, or len(data).
+func skipDigits(data []byte, i int) int {
+	for i < len(data) && isDigit(data[i]) {
+		i++
+	}
+	return i
+}
+
+// skipScalar returns the index of the first ',', ']', '}' or whitespace byte at or after
+// data[i], or len(data): the end of a number or literal that starts at data[i] in valid JSON.
+func skipScalar(data []byte, i int) int {
+	for ; i < len(data); i++ {
+		if c := data[i]; c == ',' || c == ']' || c == '}' || c <= ' ' {
+			return i
+		}
+	}
+	return i
 }
 
 // scanEscape validates the escape sequence at data[i], or reports the control character there,

@@ -140,7 +140,7 @@ func String(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
-	if i := findSpecial(v, 1, msb); i == len(v)-1 && v[i] == '"' {
+	if i := stringStop(v, 1, stopString|stopNonASCII); i == len(v)-1 && v[i] == '"' {
 		return string(v[1:i]), true
 	}
 	b, ok := appendString(make([]byte, 0, len(v)), v)
@@ -164,7 +164,7 @@ func appendString(dst, v []byte) ([]byte, bool) {
 	}
 	i := 1
 	for {
-		j := findSpecial(v, i, msb)
+		j := stringStop(v, i, stopString|stopNonASCII)
 		dst = append(dst, v[i:j]...)
 		if j >= len(v) {
 			return dst, false

@@ -5,13 +5,8 @@ go 1.26.0
 require (
 	github.com/creack/pty v1.1.24
 	github.com/google/go-cmp v0.7.0
-	github.com/tidwall/gjson v1.20.3
 	github.com/urfave/cli/v3 v3.14.0
 	golang.org/x/sys v0.50.0
 )
 
-require (
-	github.com/gofrs/flock v0.13.2
-	github.com/tidwall/match v1.1.1 // indirect
-	github.com/tidwall/pretty v1.3.0 // indirect
-)
+require github.com/gofrs/flock v0.13.2

@@ -105,12 +105,54 @@ func TestRegisterAndPs(t *testing.T) {
 	if strings.Index(lines[0], "STATE") != strings.Index(lines[1], "alive") {
 		t.Errorf("ps table columns not aligned:\n%s", r.stdout)
 	}
+	// Every install's rows by default; --install narrows to one.
 	other := []string{"--ledger", led, "--install-root", "/opt/b"}
-	if r := runCLI(t, append(other, "ps", "--json")...); strings.TrimSpace(r.stdout) != "[\n]" {
-		t.Errorf("ps of another install lists %q", r.stdout)
+	if r := runCLI(t, append(other, "ps", "--json")...); !strings.Contains(r.stdout, `"gateway"`) {
+		t.Errorf("ps from another install misses the row: %q", r.stdout)
 	}
-	if r := runCLI(t, append(other, "ps", "--all", "--json")...); !strings.Contains(r.stdout, `"gateway"`) {
-		t.Errorf("ps --all misses the row: %q", r.stdout)
+	if r := runCLI(t, "--ledger", led, "ps", "--json", "--install", tag.Install("/opt/b")); strings.TrimSpace(r.stdout) != "[\n]" {
+		t.Errorf("ps --install of another install lists %q", r.stdout)
+	}
+	if r := runCLI(t, "--ledger", led, "ps", "--json", "--install", tag.Install("/opt/a")); !strings.Contains(r.stdout, `"gateway"`) {
+		t.Errorf("ps --install of the row's install misses it: %q", r.stdout)
+	}
+}
+
+// TestPsSanitises: fields another program wrote with a tab, a newline or a terminal escape are
+// shown quoted and escaped: the table keeps one line per row and as many fields as its header,
+// and no control character reaches the terminal.
+func TestPsSanitises(t *testing.T) {
+	led := ledgerPath(t)
+	pid := cat(t)
+	if r := runCLI(t, "--ledger", led, "register", "--pid", strconv.Itoa(pid)); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	inc, err := procid.Read(cat(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 100)
+	mergeRaw(t, led, fmt.Sprintf(`[{"pid": %d, "create_time": %f, "purpose": "evil\tpurpose\u001b[31m", "install": "a b",
+		"argv": "prog --flag\nsecond line \u001b]0;title\u0007 %s", "spawner_pid": null}]`, inc.PID, inc.CreateTime, long))
+	r := runCLI(t, "--ledger", led, "ps")
+	if r.code != 0 {
+		t.Fatalf("ps: %+v", r)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("ps printed %d lines for 2 rows:\n%s", len(lines), r.stdout)
+	}
+	if strings.ContainsAny(r.stdout, "\t\x1b\x07") {
+		t.Errorf("a control character reached the output: %q", r.stdout)
+	}
+	for _, want := range []string{`"evil\tpurpose\x1b[31m"`, `"a b"`, `"prog --flag\nsecond line \x1b]0;title\a xx`, `x"…`} {
+		if !strings.Contains(lines[2], want) {
+			t.Errorf("ps row without %s:\n%s", want, lines[2])
+		}
+	}
+	header, plain := strings.Fields(lines[0]), strings.Fields(lines[1])
+	if len(plain) != len(header) || len(header) != 10 {
+		t.Errorf("header has %d fields, a plain row %d, want 10 each:\n%s", len(header), len(plain), r.stdout)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,9 +139,11 @@ func TestPsShowsNesting(t *testing.T) {
 		t.Fatalf("nested ps: %+v", r)
 	}
 	kind, _, _ := scope.Containment()
-	outer, nested := strings.Fields(lines[1]), strings.Fields(lines[2])
-	if strings.HasPrefix(lines[1], " ") || !strings.HasPrefix(lines[2], "  ") || len(nested) < 6 ||
-		nested[4] != outer[0] || outer[3] != kind.Containment() || nested[3] != kind.Containment() {
+	header, outer, nested := strings.Fields(lines[0]), strings.Fields(lines[1]), strings.Fields(lines[2])
+	spawner, contained := slices.Index(header, "SPAWNER"), slices.Index(header, "CONTAINMENT")
+	if strings.HasPrefix(lines[1], " ") || !strings.HasPrefix(lines[2], "  ") || len(nested) < len(header) ||
+		spawner < 0 || contained < 0 || nested[spawner] != outer[0] ||
+		outer[contained] != kind.Containment() || nested[contained] != kind.Containment() {
 		t.Fatalf("nested ps: want the inner row under the outer one, both %s:\n%s", kind.Containment(), r.stdout)
 	}
 }

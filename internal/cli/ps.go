@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
 
@@ -21,13 +23,20 @@ import (
 
 type psOptions struct {
 	*globals
-	all  bool
-	json bool
+	install string
+	json    bool
 }
 
 const psHelp = `List the ledger's rows that are not provably dead, with each one's state and its spawner's
-state: alive, dead, unknown (it could not be read), or unrecorded. Only rows of this install are
-listed unless --all is given.
+state: alive, dead, unknown (it could not be read), or unrecorded. Every row of the ledger is
+listed (the ledger is the user's own); --install ID lists only the rows of one install, the
+12-hex-digit id in the INSTALL column, which hashes the directory the spawning program ran from.
+
+Columns: PID, STATE, AGE (since the process started), OWNER (the PID of the owner whose supervisor
+covers it), SPAWNER and SPAWNER_STATE, CONTAINMENT, PURPOSE, INSTALL, and ARGV (quoted; a trailing
+… marks a cut). Other programs write rows too: a field holding a space, a quote, a control
+character or a terminal escape is shown quoted, with such characters escaped (\t, \n, \x1b), so
+that it can neither split a row nor reach the terminal. An empty field shows as -.
 
 CONTAINMENT says what holds each process and what it starts: cgroup (nothing escapes it),
 process-group (a descendant that calls setsid or setpgid leaves it) or job (Windows). A row whose
@@ -46,11 +55,12 @@ func newPs(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:         "ps",
 		Usage:        "List registered processes and whether they live",
-		UsageText:    "custody ps [--all] [--json]",
+		UsageText:    "custody ps [--install ID] [--json]",
 		Description:  psHelp,
 		ArgValidator: noArgs,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "all", Destination: &o.all, Usage: "include rows of other installs"},
+			allFlag(),
+			&cli.StringFlag{Name: "install", Destination: &o.install, Usage: "list only the rows of this install id"},
 			&cli.BoolFlag{Name: "json", Destination: &o.json,
 				Usage: "print one JSON array of rows with state and spawner_state added"},
 		},
@@ -71,11 +81,7 @@ func runPs(ctx context.Context, o *psOptions) error {
 	if err != nil {
 		return err
 	}
-	q := ledger.Query{}
-	if !o.all {
-		q.Install = o.install()
-	}
-	entries := ledger.Judge(rows, q)
+	entries := ledger.Judge(rows, ledger.Query{Install: o.install})
 	if o.json {
 		return writePsJSON(o.stdout, entries)
 	}
@@ -148,12 +154,13 @@ func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) error {
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
 	bw := bufio.NewWriterSize(w, 64<<10) // tabwriter writes cell by cell: one syscall each
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tPURPOSE\tSTATE\tCONTAINMENT\tSPAWNER\tSPAWNER STATE\tOWNER\tAGE\tARGV")
+	// One word per header, so that awk and cut see as many header fields as row fields.
+	fmt.Fprintln(tw, "PID\tSTATE\tAGE\tOWNER\tSPAWNER\tSPAWNER_STATE\tCONTAINMENT\tPURPOSE\tINSTALL\tARGV")
 	for _, n := range nest(entries) {
 		e := n.e
-		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID, dash(e.Purpose),
-			e.State, containment(*e.Row), pidOrDash(e.SpawnerPID), e.SpawnerState, pidOrDash(e.Owner),
-			age(e.CreateTime, now), dash(e.Argv))
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID,
+			e.State, age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.SpawnerPID), e.SpawnerState,
+			cell(containment(*e.Row)), cell(e.Purpose), cell(e.Install), argvCell(e.Argv))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -248,6 +255,44 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// cell prints a field another program may have written: "-" when empty, as it is when it holds
+// only printable characters and no space, quote or backslash, and quoted otherwise (strconv.Quote:
+// \t, \n, \x1b …). A tab would shift the columns, a newline split the row, and an escape
+// sequence reach the terminal raw.
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	if plain(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func plain(s string) bool {
+	for _, r := range s {
+		if r == ' ' || r == '"' || r == '\\' || !unicode.IsGraphic(r) {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
+}
+
+// maxArgv is how many characters of argv the table shows before it cuts.
+const maxArgv = 60
+
+// argvCell prints argv quoted, so its spaces read as one field, cut to maxArgv characters with a
+// trailing … outside the quotes when longer.
+func argvCell(argv string) string {
+	if argv == "" {
+		return "-"
+	}
+	if r := []rune(argv); len(r) > maxArgv {
+		return strconv.Quote(string(r[:maxArgv])) + "…"
+	}
+	return strconv.Quote(argv)
 }
 
 // age prints how long ago the process started, to the two largest units.

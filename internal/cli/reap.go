@@ -16,10 +16,10 @@ import (
 
 type reapOptions struct {
 	*globals
-	dryRun bool
-	json   bool
-	all    bool
-	grace  time.Duration
+	dryRun  bool
+	json    bool
+	install string
+	grace   time.Duration
 }
 
 const reapHelp = `Stop what crashed sessions left behind, only with proof. A row is reaped when all hold:
@@ -32,8 +32,9 @@ const reapHelp = `Stop what crashed sessions left behind, only with proof. A row
 Unknown anywhere means keep. A reap stops the row's scope as 'custody stop' does. Every row's
 decision is printed with its reason: reap (spawner-dead), gone (already-exited, other-boot: the
 row is dropped), or keep (pid-reused, not-reapable, identity-unproven, spawner-alive,
-spawner-unknown, no-spawner, self-or-ancestor, kernel-thread, other-user). Only rows of this
-install are considered unless --all.
+spawner-unknown, no-spawner, self-or-ancestor, kernel-thread, other-user). Rows of every install
+are considered: the rules above are the safety, whichever program wrote the row; --install ID
+considers only one install's rows (the id 'custody ps' shows).
 
 On Linux with cgroup scopes, reap then looks for the cgroup directories of dead owners (named
 custody-<ns>-<pid>-<start>, where this user's owners make theirs): an empty one is removed (gone,
@@ -61,15 +62,16 @@ func newReap(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:         "reap",
 		Usage:        "Stop orphans of crashed sessions, only with proof",
-		UsageText:    "custody reap [--dry-run] [--json]",
+		UsageText:    "custody reap [--dry-run] [--grace D] [--install ID] [--json]",
 		Description:  reapHelp,
 		ArgValidator: noArgs,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "all", Destination: &o.all, Usage: "consider rows of every install"},
+			allFlag(),
 			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun,
 				Usage: "signal nothing, change nothing; report the same decisions"},
 			&cli.DurationFlag{Name: "grace", Value: stop.DefaultGrace, Destination: &o.grace,
 				Usage: "time between SIGTERM and SIGKILL"},
+			&cli.StringFlag{Name: "install", Destination: &o.install, Usage: "consider only the rows of this install id"},
 			&cli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print one JSON array of decisions"},
 		},
 		Action: func(ctx context.Context, _ *cli.Command) error { return runReap(ctx, o) },
@@ -84,10 +86,7 @@ func runReap(ctx context.Context, o *reapOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := reap.Options{DryRun: o.dryRun, Stop: stop.Options{Grace: o.grace}}
-	if !o.all {
-		opts.Install = o.install()
-	}
+	opts := reap.Options{DryRun: o.dryRun, Install: o.install, Stop: stop.Options{Grace: o.grace}}
 	ds, err := reap.Run(ctx, l, opts)
 	if ds == nil && err != nil {
 		return fmt.Errorf("reap: %w; nothing was signalled", err)
@@ -120,7 +119,7 @@ func printDecisions(o *reapOptions, ds []reap.Decision) error {
 		case d.Action == reap.Reap && o.dryRun:
 			outcome = "(dry run)"
 		}
-		purpose := dash(d.Purpose)
+		purpose := cell(d.Purpose)
 		if d.Cgroup != "" {
 			purpose = "cgroup " + d.Cgroup
 		}

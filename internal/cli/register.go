@@ -46,7 +46,7 @@ func newRegister(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:         "register",
 		Usage:        "Record a child process the caller started",
-		UsageText:    "custody register --pid PID [--purpose P] [--keep]",
+		UsageText:    "custody register --pid PID [--purpose P] [--keep] [--host H] [--port N]",
 		Description:  registerHelp,
 		ArgValidator: noArgs,
 		Flags: []cli.Flag{

@@ -50,6 +50,12 @@ func (g *globals) tagName() (string, error) {
 	return name, nil
 }
 
+// allFlag is ps's and reap's --all, kept so that scripts written when they considered only this
+// install's rows by default still run; every install's rows are now the default.
+func allFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "all", Hidden: true, Usage: "every install's rows (the default)"}
+}
+
 // checkPurpose refuses a purpose that cannot be a spawn tag's field, for run and register alike.
 func checkPurpose(purpose string) error {
 	if purpose == "" || strings.Contains(purpose, ":") {

@@ -126,7 +126,6 @@ func TestHelpForms(t *testing.T) {
 		{nil, root},
 		{[]string{"-h"}, root},
 		{[]string{"help"}, root},
-		{[]string{"help", "frobnicate"}, root},
 		{[]string{"--help", "frobnicate"}, root},
 		{[]string{"help", "run"}, run},
 		{[]string{"--help", "run"}, run},
@@ -138,6 +137,40 @@ func TestHelpForms(t *testing.T) {
 		r := runCLI(t, tc.args...)
 		if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, tc.want) {
 			t.Errorf("custody %q: exit %d, stderr %q, stdout without %q:\n%s", tc.args, r.code, r.stderr, tc.want, r.stdout)
+		}
+	}
+}
+
+// TestConventions: --version, completion scripts, and usage errors in words a person reads: flags
+// with two dashes, what is missing or extra said as such, and an unknown help topic an error.
+func TestConventions(t *testing.T) {
+	if r := runCLI(t, "--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "custody version ") {
+		t.Errorf("--version: %+v", r)
+	}
+	for shell, purpose := range map[string]string{"bash": "--purpose", "zsh": "--purpose", "fish": "-l purpose"} {
+		r := runCLI(t, "completion", shell)
+		if r.code != 0 || !strings.Contains(r.stdout, "custody") || !strings.Contains(r.stdout, purpose) {
+			t.Errorf("completion %s: %+v", shell, r)
+		}
+	}
+	for _, tc := range []struct {
+		args       []string
+		want, lose string // in the one error line; never in it
+	}{
+		{[]string{"help", "frobnicate"}, `there is no command "frobnicate"`, ""},
+		{[]string{"frobnicate"}, `there is no command "frobnicate"`, ""},
+		{[]string{"ps", "extra"}, `custody ps takes no arguments, but was given "extra"`, ""},
+		{[]string{"run"}, "custody run needs a command to run", "arg(s)"},
+		{[]string{"stop"}, "custody stop needs at least one PID", "arg(s)"},
+		{[]string{"ps", "--grace", "1s"}, "--grace", " -grace"},
+		{[]string{"run", "--grace", "abc", "--", "x"}, "--grace", " -grace"},
+		{[]string{"completion"}, "needs a shell", ""},
+		{[]string{"completion", "tcsh"}, `no script for "tcsh"`, ""},
+	} {
+		r := runCLI(t, append([]string{"--ledger", ledgerPath(t)}, tc.args...)...)
+		checkOneLineError(t, strings.Join(tc.args, " "), r, 2)
+		if !strings.Contains(r.stderr, tc.want) || tc.lose != "" && strings.Contains(r.stderr, tc.lose) {
+			t.Errorf("custody %q: stderr %q, want %q and not %q", tc.args, r.stderr, tc.want, tc.lose)
 		}
 	}
 }

@@ -345,3 +345,32 @@ func TestHermesHome(t *testing.T) {
 		t.Errorf("--ledger and --install-root beside --hermes-home: %s, %v", body, err)
 	}
 }
+
+// TestBashCompletion: the bash script completes commands, a command's flags, and after run's "--"
+// the commands the shell knows.
+func TestBashCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skipf("skipping: no bash: %v", err)
+	}
+	r := runCLI(t, "completion", "bash")
+	script := filepath.Join(t.TempDir(), "custody.bash")
+	if err := os.WriteFile(script, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ words, want string }{
+		{"custody r", "reap register run"},
+		{"custody run --gr", "--grace"},
+		{"custody --ledger x ps --j", "--json"},
+		{"custody completion f", "fish"},
+		{"custody run -- ech", "echo"},
+	} {
+		words := strings.Fields(tc.words)
+		prog := fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _custody; echo "${COMPREPLY[*]}"`,
+			script, tc.words, len(words)-1)
+		out, err := exec.Command(bash, "--norc", "-c", prog).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("completing %q: %q (%v), want %q", tc.words, out, err, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -138,8 +139,9 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 				Usage: "name of the spawn tag variable (default $CUSTODY_TAG_ENV, else CUSTODY_SPAWN)"},
 			hermesHomeFlag(g),
 		},
-		Commands: []*cli.Command{newAdopt(g), newDoctor(g), newHelp(), newPs(g), newReap(g), newRegister(g), newRun(g),
-			newStop(g), newSupervise(g)},
+		Version: version(),
+		Commands: []*cli.Command{newAdopt(g), newCompletion(), newDoctor(g), newHelp(), newPs(g), newReap(g),
+			newRegister(g), newRun(g), newStop(g), newSupervise(g)},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(ctx, cmd); err != nil { // an unknown command is bad input, not a failure
 				return err
@@ -149,7 +151,9 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 	}
 	root.Walk(func(c *cli.Command) error {
 		// A flag error is bad input: exit 2, one line, and no help on stderr.
-		c.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error { return usageError{err} }
+		c.OnUsageError = func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
+			return usagef("%s (see '%s --help')", twoDashes(err.Error()), cmd.FullName())
+		}
 		// --help followed by an argument that names no subcommand (`custody run --help sh`) asks
 		// for the command's own help, not for a missing help topic.
 		c.CommandNotFound = func(ctx context.Context, cmd *cli.Command, _ string) { showHelp(ctx, cmd) }
@@ -171,10 +175,14 @@ func newHelp() *cli.Command {
 Simply type custody help [path to command] for full details.`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			root := cmd.Root()
-			if sub := root.Command(cmd.Args().First()); sub != nil {
+			topic := cmd.Args().First()
+			if topic == "" {
+				return showHelp(ctx, root)
+			}
+			if sub := root.Command(topic); sub != nil {
 				return showHelp(ctx, sub)
 			}
-			return showHelp(ctx, root) // no topic, or an unknown one
+			return usagef("help: there is no command %q; 'custody help' lists them", topic)
 		},
 	}
 }
@@ -187,23 +195,34 @@ func showHelp(ctx context.Context, cmd *cli.Command) error {
 	return cli.ShowRootCommandHelp(cmd)
 }
 
-// noArgs refuses positional arguments.
+// noArgs refuses positional arguments, in words that say what was wrong.
 func noArgs(_ context.Context, cmd *cli.Command) error {
-	if cmd.NArg() > 0 {
-		return usagef("unknown command %q for %q", cmd.Args().First(), cmd.FullName())
+	if cmd.NArg() == 0 {
+		return nil
 	}
-	return nil
+	if cmd.Root() == cmd {
+		return usagef("there is no command %q; 'custody help' lists them", cmd.Args().First())
+	}
+	return usagef("%s takes no arguments, but was given %q (see '%s --help')", cmd.FullName(),
+		cmd.Args().First(), cmd.FullName())
 }
 
-// minArgs requires n positional arguments or more.
-func minArgs(n int) cli.ArgValidatorFunc {
+// needArgs requires at least one positional argument; what says what it is, for the message.
+func needArgs(what string) cli.ArgValidatorFunc {
 	return func(_ context.Context, cmd *cli.Command) error {
-		if cmd.NArg() < n {
-			return usagef("requires at least %d arg(s), only received %d", n, cmd.NArg())
+		if cmd.NArg() == 0 {
+			return usagef("%s needs %s: %s", cmd.FullName(), what, cmd.UsageText)
 		}
 		return nil
 	}
 }
+
+// longFlag is a flag name written with one dash, as Go's flag package writes them in its errors.
+var longFlag = regexp.MustCompile(`(^|[\s:])-([A-Za-z][A-Za-z0-9-]+)`)
+
+// twoDashes writes the long flags a parse error names the way custody's help shows them: --grace,
+// not -grace.
+func twoDashes(msg string) string { return longFlag.ReplaceAllString(msg, "$1--$2") }
 
 // argsAsGiven returns cmd's positional arguments exactly as given, for a command whose flag
 // parsing stops at its first positional argument (StopOnNthArg 1), such as run's CMD. What follows

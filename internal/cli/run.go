@@ -83,7 +83,7 @@ func newRun(g *globals) *cli.Command {
 		UsageText:    "custody run [--purpose P] [--grace D] [--keep] [--verbose] [--grant-env NAME [--grant-ttl D]] -- CMD [ARGS]",
 		Description:  runHelp,
 		StopOnNthArg: new(1), // flags after CMD belong to CMD
-		ArgValidator: minArgs(1),
+		ArgValidator: needArgs("a command to run"),
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
 				Usage: "time between SIGTERM and SIGKILL for what is left"},

@@ -57,7 +57,7 @@ func newStop(g *globals) *cli.Command {
 		Usage:        "Stop ledgered processes through proven authority",
 		UsageText:    "custody stop [--grace D] [--json] PID...",
 		Description:  stopHelp,
-		ArgValidator: minArgs(1),
+		ArgValidator: needArgs("at least one PID"),
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "grace", Value: stop.DefaultGrace, Destination: &o.grace,
 				Usage: "time between SIGTERM and SIGKILL"},

@@ -94,6 +94,5 @@ func stderrLogger() *slog.Logger {
 	case "error":
 		level = slog.LevelError
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).
-		With("supervisor", os.Getpid())
+	return slog.New(newLineHandler(os.Stderr, level)).With("supervisor", os.Getpid())
 }

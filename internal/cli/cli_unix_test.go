@@ -374,3 +374,14 @@ func TestBashCompletion(t *testing.T) {
 		}
 	}
 }
+
+// TestSuperviseMessages: the supervisor's warnings read like every other custody message.
+func TestSuperviseMessages(t *testing.T) {
+	cmd := testproc.Helper(t, "custody", "supervise")
+	cmd.Stdin = strings.NewReader("register 1\n")
+	r := runCmd(t, cmd)
+	if r.code != 0 || !strings.HasPrefix(r.stderr, "custody: warning: supervise: refused target: pgid=1 ") ||
+		strings.Contains(r.stderr, "level=") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("supervise with a refused line: %+v", r)
+	}
+}

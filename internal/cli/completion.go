@@ -96,11 +96,11 @@ func writeBash(w io.Writer, root *cli.Command) {
 	var names []string
 	fmt.Fprintln(w, "_custody() {")
 	fmt.Fprintln(w, `  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd="" i`)
-	fmt.Fprintln(w, `  case $prev in --ledger|--install-root) COMPREPLY=($(compgen -f -- "$cur")); return;; esac`)
+	fmt.Fprintln(w, `  case $prev in --ledger|--install-root|--hermes-home) COMPREPLY=($(compgen -f -- "$cur")); return;; esac`)
 	fmt.Fprintln(w, `  for ((i = 1; i < COMP_CWORD; i++)); do`)
 	fmt.Fprintln(w, `    case ${COMP_WORDS[i]} in`)
 	fmt.Fprintln(w, `      --) [[ $cmd == run ]] && { COMPREPLY=($(compgen -c -- "$cur")); [[ $i -lt $((COMP_CWORD-1)) ]] && COMPREPLY=($(compgen -f -- "$cur")); return; };;`)
-	fmt.Fprintln(w, `      --ledger|--install-root|--tag-env|--install|--purpose|--grace|--pid|--host|--port|--owner-pgid|--parent-pgid|--socket-path) ((i++));;`)
+	fmt.Fprintln(w, `      --ledger|--install-root|--hermes-home|--tag-env|--install|--purpose|--grace|--pid|--host|--port|--owner-pgid|--parent-pgid|--socket-path) ((i++));;`)
 	fmt.Fprintln(w, `      -*) ;;`)
 	fmt.Fprintln(w, `      *) [[ -z $cmd ]] && cmd=${COMP_WORDS[i]};;`)
 	fmt.Fprintln(w, `    esac`)

@@ -13,6 +13,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/supervise"
 )
 
@@ -23,7 +24,30 @@ import (
 // timed alone from before Start to its return; reaping each process, and for the owned one its
 // release (the row dropped, the group uncovered, which keeps the ledger at 100 rows), are not
 // timed. It reports the medians and owned/plain, their ratio.
+//
+// It runs once per containment the machine offers: containment=cgroup (the child born in a cgroup
+// of its own, covered before it exists) where a writable cgroup2 subtree exists, and
+// containment=process-group (forced with $CUSTODY_CONTAINMENT) everywhere.
 func BenchmarkStart(b *testing.B) {
+	for _, c := range containments() {
+		b.Run("containment="+c, func(b *testing.B) {
+			b.Setenv(scope.EnvContainment, c)
+			benchStart(b)
+		})
+	}
+}
+
+// containments lists the containments this process can have: process-group always, cgroup where
+// it can.
+func containments() []string {
+	cs := []string{scope.KindGroup.Containment()}
+	if k, _, _ := scope.Containment(); k == scope.KindCgroup {
+		cs = append([]string{k.Containment()}, cs...)
+	}
+	return cs
+}
+
+func benchStart(b *testing.B) {
 	led := ledger.Open(b.TempDir() + "/spawn-ledger.json")
 	fill(b, led, 100)
 	sup := &supervise.Client{IdleGrace: -1}

@@ -15,13 +15,19 @@
 // How a child dies with its owner, by OS:
 //
 //	OS       scope (taken at spawn, no window)          owner death reaches it through
-//	Linux    a new process group led by the child       the supervisor: a separate process whose
-//	macOS    (Setpgid)                                  stdin pipe the owner holds; on EOF it stops
-//	                                                    every covered group (package supervise)
+//	Linux    a cgroup v2 of its own, made before the    the supervisor: a separate process whose
+//	         child and entered at birth (clone3         stdin pipe the owner holds, covering the
+//	         CLONE_INTO_CGROUP), where a writable       cgroup before the child exists; on EOF it
+//	         cgroup2 subtree exists                     kills it (cgroup.kill) and removes it
+//	Linux    a new process group led by the child       the same supervisor, covering the group
+//	else,    (Setpgid)                                  right after the start; on EOF it stops
+//	macOS                                               every covered group (package supervise)
 //	Windows  a job object with KILL_ON_JOB_CLOSE,       the kernel: the owner's job handle closes
 //	         the child assigned while suspended         when the owner dies, killing the job
 //
-// A process group does not contain a descendant that calls setsid(2) or setpgid(2) to leave it.
+// Nothing leaves a cgroup or a job. A process group does not contain a descendant that calls
+// setsid(2) or setpgid(2) to leave it; [scope.Containment] says which this process gets. An owner
+// that runs inside a custody cgroup (a nested owner) makes its children's cgroups inside its own.
 package custody
 
 import "github.com/custody-dev/custody/supervise"

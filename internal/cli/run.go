@@ -34,21 +34,25 @@ type runOptions struct {
 	argv     []string
 }
 
-const runHelp = `Start CMD as an owned child in a process group of its own, stamp the spawn tag, record it in
-the ledger and cover it with the owner-death supervisor. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
-and SIGUSR2 sent to custody are forwarded to the child's group, and SIGWINCH too when custody is
-not the terminal's foreground (in a terminal the child's group is, and the terminal tells it). When
-the child exits, whatever is left of its group is stopped (SIGTERM, the grace, SIGKILL), its row is
-dropped, and custody exits with the child's exit code, or 128+N when a signal N killed it;
---verbose then says on stderr how it ended and what was stopped after it.
+const runHelp = `Start CMD as an owned child in a scope of its own, stamp the spawn tag, record it in the
+ledger and cover it with the owner-death supervisor. On Linux the scope is a cgroup v2 the child is
+born into, wherever a writable cgroup2 subtree exists (as root, or in a cgroup delegated to you);
+otherwise, and on macOS, it is a process group ('custody doctor' says which, and why). SIGINT,
+SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to custody are forwarded to the child's scope,
+and SIGWINCH too when custody is not the terminal's foreground (in a terminal the child's group
+is, and the terminal tells it). When the child exits, whatever is left of its scope is stopped
+(SIGTERM, the grace, SIGKILL), its row is dropped, and custody exits with the child's exit code, or
+128+N when a signal N killed it; --verbose then says on stderr how it ended and what was stopped
+after it.
 
 --purpose must be non-empty and hold no ':', and the tag variable (--tag-env) must be an
 environment name not already set to something other than a spawn tag.
 
-If custody itself dies, by any cause (SIGKILL, OOM, a crash), the supervisor stops the whole group
+If custody itself dies, by any cause (SIGKILL, OOM, a crash), the supervisor stops the whole scope
 within the grace. If the supervisor dies, custody says so on standard error, starts a new one
 (after a wait that grows, up to 5 s, while supervisors keep dying young) and says when the child
-is covered again.
+is covered again. custody run inside a custody scope is a nested owner: its child's cgroup is
+made inside its own, so the outer owner's death reaches it too.
 
 With --grant-env NAME, CMD finds in $NAME a grant for itself: a one-shot string that another
 program redeems with custody adopt (or the Go API) to become CMD's owner. Once the new owner has
@@ -59,8 +63,9 @@ it changes nothing. Without --grant-env no grant is minted.
 Standard input, output and error pass through untouched. In a terminal, the child's group is made
 the terminal's foreground group while it runs, so an interactive child (a shell, an editor) reads
 the terminal, and ^C reaches it directly; custody takes the terminal back after. On Linux, ^Z
-stops the child and then custody, as the shell expects of its job, and fg continues both. A
-descendant that calls setsid or setpgid leaves the group and is not covered.
+stops the child and then custody, as the shell expects of its job, and fg continues both. In a
+cgroup nothing the child starts can leave its scope; in a process group, a descendant that calls
+setsid or setpgid leaves it and is not covered.
 
 On Windows the scope is a job object that dies with custody, and the console's ^C reaches the
 child directly (it shares custody's console process group); there are no signals to forward.
@@ -185,7 +190,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	tty.restore()
 	res := child.Stop(ctx, stop.Options{Grace: o.grace})
 	if !res.OK() {
-		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's group: %s: %s\n", res.Outcome, res.Reason)
+		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's scope: %s: %s\n", res.Outcome, res.Reason)
 	}
 	code := exitStatus(child.Wait())
 	if o.verbose {

@@ -32,7 +32,14 @@ package custody
 
 import "github.com/custody-dev/custody/supervise"
 
-// Init makes a program that imports custody its own owner-death supervisor: when the running
-// binary was re-executed as a supervisor by an [Owner], Init serves and exits; otherwise it
-// returns at once. Call it first thing in main, before anything else runs.
-func Init() { supervise.Init() }
+// Init makes a program that imports custody its own owner-death supervisor, and its children's
+// gate: when the running binary was re-executed as a supervisor by an [Owner], Init serves and
+// exits; when it was started as a gated child (on the process-group path, see [Owner.Start]),
+// Init waits until the owner has covered it and execs the child's program; otherwise it returns
+// at once. Call it first thing in main, before anything else runs: an owner that called it gates
+// its children, which run this same main.
+func Init() {
+	runGate()
+	supervise.Init()
+	initCalled.Store(true)
+}

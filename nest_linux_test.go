@@ -3,6 +3,7 @@ package custody_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -39,6 +40,7 @@ const (
 //	R  owner of B                   B  owner of S and W
 //	W  owner of M; stops M when the test drops <dir>/teardown, then prints "node W-torn <outcome>"
 //	M  starts G in a new session (setsid), not owned
+//	Og owner of K                   K  starts S in its own group, not owned
 //	O  owner of E                   E  starts three escapees, not owned:
 //	x-setsid (a new session), x-setpgid (a new group), and x-fork (double-forked through F,
 //	which exits at once)
@@ -65,6 +67,10 @@ func node(role string) error {
 		_, err = ownNodes("S", "W")
 	case "O":
 		_, err = ownNodes("E")
+	case "Og":
+		_, err = ownNodes("K")
+	case "K":
+		err = startNode("S", nil)
 	case "W":
 		return teardownWhenAsked()
 	case "M":
@@ -334,17 +340,30 @@ func TestNestedOwners(t *testing.T) {
 }
 
 // Hundreds of owners SIGKILLed at random instants during their first Start: nothing they started
-// survives. Every process of one round carries the round's token in its environment; after the
-// kill, no process may carry it.
+// survives, on the cgroup path (the child is born covered) and on the process-group path (the
+// child waits at its gate until covered). Every process of one round carries the round's token in
+// its environment; after the kill, no process may carry it. On the process-group path the tree
+// stays in the child's group (a group cannot hold escapees).
 func TestOwnerKilledDuringStart(t *testing.T) {
-	requireCgroups(t)
-	rounds := 300
+	for _, c := range []struct{ containment, root string }{{"cgroup", "O"}, {"process-group", "Og"}} {
+		t.Run(c.containment, func(t *testing.T) {
+			if c.containment == "cgroup" {
+				requireCgroups(t)
+			}
+			t.Setenv(scope.EnvContainment, c.containment)
+			killDuringStart(t, c.root)
+		})
+	}
+}
+
+func killDuringStart(t *testing.T, root string) {
+	rounds := 100 // per path
 	if testing.Short() {
 		rounds = 20
 	}
 	for i := range rounds {
-		token := fmt.Sprintf("%d-%d", os.Getpid(), i)
-		cmd := testproc.Helper(t, "node", "O")
+		token := fmt.Sprintf("%d-%s-%d", os.Getpid(), root, i)
+		cmd := testproc.Helper(t, "node", root)
 		cmd.Env = append(cmd.Env, envNodeLedger+"="+filepath.Join(t.TempDir(), "l.json"), "CUSTODY_TEST_TOKEN="+token)
 		cmd.Stdout, cmd.Stderr = nil, nil
 		r, w, err := os.Pipe() // the tree's lifeline, held by the test
@@ -361,6 +380,33 @@ func TestOwnerKilledDuringStart(t *testing.T) {
 		cmd.Wait()
 		testproc.WaitFor(t, 20*time.Second, func() error { return noneCarry("CUSTODY_TEST_TOKEN=" + token) })
 		w.Close()
+	}
+}
+
+// On the process-group path a child runs none of its program before it is covered: a start that
+// fails at the coverage step leaves a child that never ran.
+func TestGateHoldsUntilCovered(t *testing.T) {
+	t.Setenv(scope.EnvContainment, "process-group")
+	mark := filepath.Join(t.TempDir(), "ran")
+	o := newOwner(t)
+	t.Run("uncovered", func(t *testing.T) {
+		custody.FailStartAt(t, "cover", errors.New("no coverage"))
+		_, err := o.Start(context.Background(), exec.Command("sh", "-c", "touch "+mark), custody.StartOptions{})
+		if err == nil {
+			t.Fatal("start succeeded without coverage")
+		}
+		// Start killed and reaped the child before it returned: it ran or it never will.
+		if _, err := os.Stat(mark); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the child ran before it was covered (%v)", err)
+		}
+	})
+	c, err := o.Start(context.Background(), exec.Command("sh", "-c", "touch "+mark), custody.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("the covered child did not run: %v", err)
 	}
 }
 
@@ -384,7 +430,8 @@ func noneCarry(kv string) error {
 				if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && isZombie(st) {
 					break
 				}
-				return fmt.Errorf("pid %d survived its owner (%s)", pid, kv)
+				comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm")
+				return fmt.Errorf("pid %d (%s) survived its owner (%s)", pid, strings.TrimSpace(string(comm)), kv)
 			}
 		}
 	}

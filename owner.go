@@ -135,15 +135,28 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
 	}
+	// A process group is covered only once it exists: the child waits at a gate until then.
+	var g *gate
+	path := cmd.Path
+	if cg == "" {
+		if g, err = newGate(cmd); err != nil {
+			tx.Abort()
+			return nil, fmt.Errorf("custody: start %s: %w", path, err)
+		}
+	}
 	w := &pendingRow{tx: tx, done: make(chan struct{})}
 	go w.prepare()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	cmd.Path = path // the gate's executable was the means, not the command
+	g.started()
+	if err != nil {
+		g.close()
 		w.abort()
 		o.uncoverPrepared(cg)
 		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
-	c, err = o.adopt(ctx, cmd, w, cg != "", purpose, opts)
+	c, err = o.adopt(ctx, cmd, w, g, cg != "", purpose, opts)
 	if err != nil {
 		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
 	}
@@ -152,11 +165,13 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 
 // adopt takes custody of cmd's started child: its scope, its coverage, its handle and its row.
 // On error it has killed the child's scope, reaped it and ended the ledger write. inCgroup says
-// that the child was born in a cgroup already covered.
-func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, inCgroup bool, purpose string, opts StartOptions) (_ *Child, err error) {
+// that the child was born in a cgroup already covered; g, when not nil, is the child's gate, opened
+// once the child is covered.
+func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate, inCgroup bool, purpose string, opts StartOptions) (_ *Child, err error) {
 	// Not a named result: "return nil, err" would zero it before the deferred abort reads it.
 	c := &Child{Cmd: cmd, owner: o, done: make(chan struct{}), adopted: make(chan struct{})}
 	defer func() {
+		g.close() // a gate never opened ends its child without running the program
 		if err != nil {
 			c.abort()
 			w.abort()
@@ -189,6 +204,9 @@ func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, inCgrou
 		return nil, err
 	}
 	c.covered = true
+	if err = g.open(); err != nil {
+		return nil, fmt.Errorf("open gate: %w", err)
+	}
 	if err = faultAt("record", nil); err != nil {
 		return nil, err
 	}

@@ -194,8 +194,18 @@ func (c *cgroup) signal(sig unix.Signal) error {
 	return first
 }
 
-// members lists the processes of the cgroup and its descendants.
+// members lists the processes of the cgroup and its descendants. Most scopes have no nested
+// cgroup (cgroup.stat's nr_descendants is 0): their members are one read of cgroup.procs, with
+// no directory walk. The supervisor runs with a small heap; a walk per scope at its death would
+// spend it on garbage.
 func (c *cgroup) members() ([]int, error) {
+	if stat, err := c.readFile("cgroup.stat"); err == nil && bytes.Contains(stat, []byte("nr_descendants 0\n")) {
+		b, err := c.readFile("cgroup.procs")
+		if err != nil {
+			return nil, err
+		}
+		return appendPIDs(nil, b), nil
+	}
 	var pids []int
 	err := filepath.WalkDir(c.path, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -214,17 +224,31 @@ func (c *cgroup) members() ([]int, error) {
 			}
 			return err
 		}
-		for f := range strings.FieldsSeq(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-				pids = append(pids, pid)
-			}
-		}
+		pids = appendPIDs(pids, b)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scope: cgroup %s: members: %w", c.rel, err)
 	}
 	return pids, nil
+}
+
+// appendPIDs appends the PIDs of a cgroup.procs file, one per line.
+func appendPIDs(pids []int, b []byte) []int {
+	for line := range bytes.Lines(b) {
+		n := 0
+		for _, ch := range bytes.TrimSpace(line) {
+			if ch < '0' || ch > '9' || n > 1<<31/10 {
+				n = 0
+				break
+			}
+			n = n*10 + int(ch-'0')
+		}
+		if n > 0 {
+			pids = append(pids, n)
+		}
+	}
+	return pids
 }
 
 func (c *cgroup) signalMember(pid int, sig unix.Signal) error {
@@ -246,10 +270,20 @@ func (c *cgroup) signalMember(pid int, sig unix.Signal) error {
 
 // contains reports whether pid is in the cgroup or below it now.
 func (c *cgroup) contains(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/cgroup", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
+	var buf [1024]byte // v1 lines and the 0:: line of a custody scope fit; a longer file is read on
+	n, err := unix.Read(fd, buf[:])
+	var b []byte
+	if err == nil && n == len(buf) {
+		rest, _ := readAll(fd)
+		b = append(append(b, buf[:n]...), rest...)
+	} else if err == nil {
+		b = buf[:n]
+	}
+	unix.Close(fd)
 	rel, ok := unifiedPath(b)
 	return ok && (rel == c.rel || strings.HasPrefix(rel, c.rel+"/"))
 }

@@ -1,0 +1,126 @@
+//go:build unix
+
+package custody
+
+// The gate closes the process-group path's window: without a cgroup the child's scope is
+// covered only after its start (the supervisor is told its group once it exists), so an owner
+// killed between the fork and that registration would orphan a child that already runs. With
+// the gate the child is started as a copy of the owner's own binary, which custody.Init turns
+// into a gate: it waits, before anything else runs, until the owner has covered its group, and
+// only then execs the real program in the same process (same PID, same group, same start). An
+// owner that dies first closes the gate's pipe: the gate exits and the program never runs. This
+// is runc's exec.fifo pattern.
+//
+// The gate needs custody.Init at the top of main in the owner's binary: the child runs that
+// binary's main. An owner that called Init is proof enough (the same binary calls it first thing
+// in the child too); an owner that did not starts its children ungated, with the window.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Environment of a gated child: the descriptor of the gate's pipe, and the program to exec.
+const (
+	envGateFD   = "CUSTODY_GATE_FD"
+	envGatePath = "CUSTODY_GATE_PATH"
+)
+
+// initCalled reports whether this process called Init: its binary is then known to gate.
+var initCalled atomic.Bool
+
+// gateExit is the gate's exit status when its owner died before covering it: the program never
+// ran.
+const gateExit = 125
+
+// gate holds the owner's end of one child's gate.
+type gate struct{ r, w *os.File }
+
+// newGate makes cmd start as a gate, when this binary can be one. Call it after every other
+// change to cmd; nil means the child is started ungated.
+func newGate(cmd *exec.Cmd) (*gate, error) {
+	if !initCalled.Load() || cmd.Err != nil {
+		return nil, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+	fd := 2 + len(cmd.ExtraFiles)
+	cmd.Env = append(cmd.Env, envGateFD+"="+strconv.Itoa(fd), envGatePath+"="+cmd.Path)
+	cmd.Path = exe
+	return &gate{r: r, w: w}, nil
+}
+
+// started closes the owner's copy of the child's end, once the child has its own.
+func (g *gate) started() {
+	if g != nil {
+		g.r.Close()
+	}
+}
+
+// open lets the child exec its program; close without open makes it exit without running it.
+func (g *gate) open() error {
+	if g == nil {
+		return nil
+	}
+	_, err := g.w.Write([]byte{1})
+	return errors.Join(err, g.w.Close())
+}
+
+func (g *gate) close() {
+	if g != nil {
+		g.r.Close()
+		g.w.Close()
+	}
+}
+
+// runGate is the child's side, called by Init: it waits for the owner's byte and execs the
+// program, or exits when the owner died first. It returns only when this process is no gate.
+func runGate() {
+	v := os.Getenv(envGateFD)
+	if v == "" {
+		return
+	}
+	path := os.Getenv(envGatePath)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 || path == "" {
+		fmt.Fprintf(os.Stderr, "custody: gate: bad %s=%q\n", envGateFD, v)
+		os.Exit(gateExit)
+	}
+	var b [1]byte
+	n := 0
+	for {
+		n, err = unix.Read(fd, b[:])
+		if err != unix.EINTR {
+			break
+		}
+	}
+	unix.Close(fd)
+	if n != 1 {
+		os.Exit(gateExit) // the owner died before covering this child
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, envGateFD+"=") || strings.HasPrefix(kv, envGatePath+"=")
+	})
+	err = syscall.Exec(path, os.Args, env)
+	fmt.Fprintf(os.Stderr, "custody: gate: exec %s: %v\n", path, err)
+	if errors.Is(err, os.ErrNotExist) {
+		os.Exit(127)
+	}
+	os.Exit(126)
+}

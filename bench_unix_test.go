@@ -117,3 +117,39 @@ func fill(b *testing.B, l *ledger.Ledger, n int) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkGate measures what the gate adds to an owned start on the process-group path: the time
+// from before Start to the exit of /bin/true (seen by Wait), gated and ungated, alternating
+// within one loop. The gate execs the owner's binary once more before the program, and the
+// program runs only after the owner has covered its group; Start itself returns no later.
+func BenchmarkGate(b *testing.B) {
+	b.Setenv(scope.EnvContainment, scope.KindGroup.Containment())
+	led := ledger.Open(b.TempDir() + "/spawn-ledger.json")
+	sup := &supervise.Client{IdleGrace: -1}
+	defer sup.Close()
+	o := &custody.Owner{Ledger: led, Supervisor: sup}
+	if err := sup.Start(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	run := func() time.Duration {
+		t := time.Now()
+		c, err := o.Start(ctx, exec.Command("/bin/true"), custody.StartOptions{Purpose: "serve"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Wait()
+		d := time.Since(t)
+		c.Release(ctx)
+		return d
+	}
+	var gated, ungated []time.Duration
+	for b.Loop() {
+		gated = append(gated, run())
+		custody.Ungated(func() { ungated = append(ungated, run()) })
+	}
+	g, u := median(gated), median(ungated)
+	b.ReportMetric(float64(g)/1e6, "gated-p50-ms")
+	b.ReportMetric(float64(u)/1e6, "ungated-p50-ms")
+	b.ReportMetric(float64(g-u)/1e6, "gate-p50-ms")
+}

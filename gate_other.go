@@ -10,7 +10,10 @@ import (
 // Windows needs no gate: the child starts suspended and is resumed only once it is in its job.
 // Elsewhere custody has no scopes at all.
 
-var initCalled atomic.Bool
+var (
+	initCalled atomic.Bool
+	noGate     bool
+)
 
 type gate struct{}
 

@@ -38,6 +38,9 @@ const (
 // initCalled reports whether this process called Init: its binary is then known to gate.
 var initCalled atomic.Bool
 
+// noGate, set by benchmarks only (export_test.go), starts children ungated, to measure the gate.
+var noGate bool
+
 // gateExit is the gate's exit status when its owner died before covering it: the program never
 // ran.
 const gateExit = 125
@@ -48,7 +51,7 @@ type gate struct{ r, w *os.File }
 // newGate makes cmd start as a gate, when this binary can be one. Call it after every other
 // change to cmd; nil means the child is started ungated.
 func newGate(cmd *exec.Cmd) (*gate, error) {
-	if !initCalled.Load() || cmd.Err != nil {
+	if !initCalled.Load() || cmd.Err != nil || noGate {
 		return nil, nil
 	}
 	exe, err := os.Executable()

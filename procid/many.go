@@ -120,15 +120,20 @@ func readHow(pid int, h how) Result {
 	return res
 }
 
-// Get returns the read of pid, reading it now (with its pidfs id) if it was not read before. A
-// process found alive through a pidfd alone is read again from /proc, so that the result is
+// Get returns the read of pid, reading it now if it was not read before. A process found alive
+// through a pidfd alone is read again from /proc (with its pidfs id), so that the result is
 // complete.
 func (r Reads) Get(pid int) Result {
 	res, ok := r[pid]
-	if !ok || res.byPidfs && res.Err == nil {
+	switch {
+	case !ok:
+		res = readHow(pid, howProc)
+	case res.byPidfs && res.Err == nil:
 		res = readHow(pid, howExact)
-		r[pid] = res
+	default:
+		return res
 	}
+	r[pid] = res
 	return res
 }
 
@@ -145,8 +150,12 @@ func (r Reads) Check(rec Record, strict bool) (State, Proof) {
 	}
 	res, ok := r[rec.PID]
 	switch {
-	case !ok && rec.pidfs(bootOrNone()) != 0 && pidfsReads():
-		res = readHow(rec.PID, howPidfs)
+	case !ok && rec.pidfs(bootOrNone()) != 0 && PidfsError() == nil:
+		h := howExact
+		if pidfsReads() {
+			h = howPidfs
+		}
+		res = readHow(rec.PID, h)
 		r[rec.PID] = res
 	case !ok:
 		res = r.Get(rec.PID)

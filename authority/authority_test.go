@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 )
 
@@ -214,7 +215,9 @@ func TestPidfdErrorOutsideLinux(t *testing.T) {
 
 // BenchmarkAcquire measures proven authority over a live PID: open the handle, prove the
 // incarnation through a fresh read, close. An exact record needs one read; a record with only a
-// create time needs two (the ID is read before the proof, see prove).
+// create time needs two (the ID is read before the proof, see prove); a record with a pidfs id
+// needs none (the handle's id is the proof). pidfd-floor, beside them, is the bare pidfd_open,
+// fstat, poll and close on the same PID (Linux).
 func BenchmarkAcquire(b *testing.B) {
 	c := startHelper(b, "sleep", nil)
 	inc := c.incarnation()
@@ -233,6 +236,15 @@ func BenchmarkAcquire(b *testing.B) {
 					b.Fatal(err)
 				}
 				p.Close()
+			}
+		})
+	}
+	if procid.PidfsError() == nil {
+		b.Run("pidfd-floor", func(b *testing.B) {
+			for b.Loop() {
+				if err := testproc.PidfdProbe(inc.PID); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -22,7 +22,7 @@ type doctorOptions struct {
 	json bool
 }
 
-const doctorHelp = `Report what this machine offers custody (pidfd, pidfs ids, child subreapers, a boot id),
+const doctorHelp = `Report what this machine offers custody of what it uses (pidfd, pidfs ids, a boot id),
 which containment your children get (a cgroup of their own, a process group, or a job) and why,
 and the ledger's health and trust. A missing feature is information: custody falls
 back (see each line). Doctor changes nothing, not even a corrupt ledger.
@@ -34,7 +34,8 @@ refuses an untrusted ledger; doctor says why, and reads nothing more of it.
 
 EXIT STATUS
   0   the ledger is healthy and trusted (or absent)
-  1   the ledger is corrupt, cannot be read, or is not trusted
+  1   the ledger is corrupt (the next write moves it aside), cannot be read (permissions or
+      I/O: nothing moves it, and every verb fails until it can be read), or is not trusted
   2   bad flags or arguments`
 
 // check is one line of the report.
@@ -45,11 +46,14 @@ type check struct {
 }
 
 type ledgerHealth struct {
-	Path        string   `json:"path"`
-	Exists      bool     `json:"exists"`
-	Mode        string   `json:"mode,omitempty"`
-	Rows        int      `json:"rows"`
-	Corrupt     string   `json:"corrupt,omitempty"`
+	Path    string `json:"path"`
+	Exists  bool   `json:"exists"`
+	Mode    string `json:"mode,omitempty"`
+	Rows    int    `json:"rows"`
+	Corrupt string `json:"corrupt,omitempty"`
+	// Unreadable is why the ledger could not be read (permissions, I/O), when it is not corrupt:
+	// nothing moves it aside, and every verb fails until it can be read.
+	Unreadable  string   `json:"unreadable,omitempty"`
 	Quarantined []string `json:"quarantined,omitempty"`
 	Lock        string   `json:"lock"`
 	// Trust is "ok", or why every verb refuses the ledger (see ledger.Ledger.Trust).
@@ -91,7 +95,7 @@ func runDoctor(ctx context.Context, o *doctorOptions) error {
 	} else {
 		printDoctor(o, rep)
 	}
-	if rep.Ledger.Corrupt != "" || rep.Ledger.Trust != "ok" {
+	if rep.Ledger.Corrupt != "" || rep.Ledger.Unreadable != "" || rep.Ledger.Trust != "ok" {
 		return statusError{exitError}
 	}
 	return nil
@@ -116,6 +120,8 @@ func printDoctor(o *doctorOptions, rep doctorReport) {
 	switch {
 	case h.Corrupt != "":
 		fmt.Fprintf(o.stdout, "  state  corrupt: %s (the next write moves it aside)\n", h.Corrupt)
+	case h.Unreadable != "":
+		fmt.Fprintf(o.stdout, "  state  unreadable: %s (nothing is moved aside; every verb fails until it can be read)\n", h.Unreadable)
 	case !h.Exists:
 		fmt.Fprintf(o.stdout, "  state  absent (created at the first registration)\n")
 	default:
@@ -167,7 +173,7 @@ func health(ctx context.Context, l *ledger.Ledger) ledgerHealth {
 	case errors.As(err, &ce):
 		h.Corrupt = ce.Reason
 	case err != nil:
-		h.Corrupt = err.Error()
+		h.Unreadable = err.Error()
 	}
 	h.Rows = len(rows)
 	h.Lock = l.LockStatus(ctx, 200*time.Millisecond)

@@ -107,3 +107,27 @@ func asNobody(t *testing.T, cmd *exec.Cmd, dir string) {
 		filepath.Walk(filepath.Dir(dir), func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 0, 0) })
 	})
 }
+
+// TestDoctorUnreadable: a ledger its user cannot read is reported as unreadable, not as corrupt:
+// nothing would move it aside. Doctor changes nothing and exits 1.
+func TestDoctorUnreadable(t *testing.T) {
+	testproc.RequireRoot(t) // to run as another user
+	dir := t.TempDir()
+	cmd := testproc.Helper(t, "custody")
+	asNobody(t, cmd, dir)
+	led := filepath.Join(dir, "state", "spawn-ledger.json")
+	if err := os.WriteFile(led, []byte("[]"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(led, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Args = append(cmd.Args, "--ledger", led, "doctor")
+	r := runCmd(t, cmd)
+	if r.code != 1 || !strings.Contains(r.stdout, "unreadable: ") || strings.Contains(r.stdout, "corrupt") {
+		t.Errorf("doctor on an unreadable ledger: %+v", r)
+	}
+	if b, err := os.ReadFile(led); err != nil || string(b) != "[]" {
+		t.Errorf("doctor changed the ledger: %q, %v", b, err)
+	}
+}

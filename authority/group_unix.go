@@ -15,7 +15,7 @@ import (
 
 // valid refuses ids that kill(2) would widen: 0 is the caller's own group, -1 and 1 reach every
 // process the caller may signal or init's group, and the caller's own group would include the
-// caller and its siblings (DESIGN invariant 2: nothing widens onto a parent's or sibling's scope).
+// caller and its siblings: a stop never widens onto a parent's or a sibling's scope.
 func (g Group) valid() error {
 	switch {
 	case g.PGID <= 1:

@@ -128,8 +128,8 @@ var (
 )
 
 // isScopePath reports whether a hierarchy path names a scope custody made: a scope directory in
-// an owner's directory. Only such cgroups are rebuilt from rows (DESIGN invariant 2: one cgroup
-// custody created).
+// an owner's directory. Only such cgroups are rebuilt from rows: a stop may touch one cgroup
+// custody created, never one a row merely names.
 func isScopePath(rel string) bool {
 	dir, name := filepath.Split(filepath.Clean(rel))
 	return scopeName.MatchString(name) && ownerDirName.MatchString(filepath.Base(dir))

@@ -200,7 +200,7 @@ func TestCloseKillsJob(t *testing.T) {
 }
 
 // The owner's death closes its job handle, whatever the cause: here TerminateProcess, which runs
-// no code of the owner's. Its child and grandchild die with it (DESIGN invariant 3), though their
+// no code of the owner's. Its child and grandchild die with it (custody's promise: a child dies with its owner), though their
 // lifeline, the test's stdin pipe, stays open. An owner that is itself in a job (a CI runner's,
 // or its own owner's) nests its children's job inside it: Windows 8+ and Wine 8 support that.
 func TestOwnerDeathKillsJob(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package stop ends a process, or its whole scope, through proven authority and reports what
-// really happened as one of DESIGN's outcomes. A signal that was accepted is never reported as an
+// really happened as one of five outcomes. A signal that was accepted is never reported as an
 // exit: [Exited] means the exit was observed (and, for a group, that no member is left).
 //
 // A stop asks the scope to exit, waits up to the grace for everything to exit, then kills it and

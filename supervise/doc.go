@@ -34,6 +34,10 @@
 // a leaderless group with members is the group that was registered. A group whose leader PID now
 // names another process is never signalled.
 //
+// The Hermes supervisor's v2 form adds a Unix socket on which a child registers its own group with
+// a token the owner reserved, its peer credentials and start proving who it is: see [RunSocket]
+// and [ServeSocket].
+//
 // The server is [Serve]; [Run] wraps it as a process body, and [Init] runs it when a program
 // re-executes itself as its own supervisor. The owner's side is [Client]: it starts the
 // supervisor at the first [Client.Register], keeps the covered set, restarts the supervisor and

@@ -19,7 +19,7 @@ const hermesHomeEnv = "CUSTODY_HERMES_HOME"
 // give --install-root the project root as well.
 func hermesHomeFlag(g *globals) cli.Flag {
 	return &cli.StringFlag{Name: "hermes-home", Destination: &g.hermesHome, Sources: cli.EnvVars(hermesHomeEnv),
-		Usage: "share Hermes's files in DIR: its ledger, install id and tag variable (default $" + hermesHomeEnv + ")"}
+		Usage: "share Hermes's files in DIR: its ledger, install id and tag variable"}
 }
 
 // Hermes's names for what custody shares with it.

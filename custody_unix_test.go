@@ -255,7 +255,7 @@ func TestSlotBarrier(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready.Scan() // its SIGTERM handler is in place
-	var gen2 atomic.Int64
+	var gen2 atomic.Pointer[procid.ID]
 	var both atomic.Bool
 	stopProbe := make(chan struct{})
 	probeDone := make(chan struct{})
@@ -267,7 +267,7 @@ func TestSlotBarrier(t *testing.T) {
 				return
 			default:
 			}
-			if p := int(gen2.Load()); p > 0 && live(p) && live(g1.ID.PID) {
+			if id := gen2.Load(); id != nil && live(*id) && live(g1.ID) {
 				both.Store(true)
 			}
 		}
@@ -284,7 +284,7 @@ func TestSlotBarrier(t *testing.T) {
 		c, err := slot.Replace(ctx, worker())
 		if err == nil {
 			g2 = c
-			gen2.Store(int64(c.ID.PID))
+			gen2.Store(&c.ID)
 		}
 		return err
 	})
@@ -293,20 +293,18 @@ func TestSlotBarrier(t *testing.T) {
 	if both.Load() {
 		t.Errorf("the probe saw generations 1 and 2 alive at once")
 	}
-	if live(g1.ID.PID) {
+	if live(g1.ID) {
 		t.Errorf("generation 1 lives on")
 	}
-	if _, n := slot.Current(); n != 2 || !live(g2.ID.PID) {
+	if _, n := slot.Current(); n != 2 || !live(g2.ID) {
 		t.Errorf("current generation %d", n)
 	}
 	g2.Stop(ctx, stop.Options{})
 }
 
 // live reports whether pid names a process that has not exited (zombies have).
-func live(pid int) bool {
-	_, err := procid.Read(pid)
-	return err == nil
-}
+// live reports whether the incarnation runs: its PID names it still, not a process that reused it.
+func live(id procid.ID) bool { return id.Verify() == nil }
 
 func atoi(s string) int {
 	n, err := strconv.Atoi(s)

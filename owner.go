@@ -30,6 +30,8 @@ type Owner struct {
 	TagEnv string
 	// Supervisor covers children on Unix; nil starts one that re-executes this binary (which
 	// must call [Init] first thing in main). Unused on Windows, where the job handle covers.
+	// A supervisor that dies is replaced; set the client's Notify to hear of each loss of
+	// coverage and its end, or poll its Err (see [supervise.Client]).
 	Supervisor *supervise.Client
 
 	once    sync.Once

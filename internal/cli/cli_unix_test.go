@@ -385,3 +385,44 @@ func TestSuperviseMessages(t *testing.T) {
 		t.Errorf("supervise with a refused line: %+v", r)
 	}
 }
+
+// TestReRegisterKeepsScope: `custody register` of a child that `custody run` started (the same
+// incarnation) replaces its row but keeps what the new row does not know: the scope, its owner,
+// its containment; so a later stop still stops the whole scope.
+func TestReRegisterKeepsScope(t *testing.T) {
+	led := filepath.Join(t.TempDir(), "state", "ledger.json")
+	run := testproc.Start(t, testproc.Helper(t, "custody", "--ledger", led, "run", "--purpose", "worker", "--", "cat"))
+	var before map[string]json.RawMessage
+	testproc.WaitFor(t, 30*time.Second, func() error {
+		var rows []map[string]json.RawMessage
+		body, err := os.ReadFile(led)
+		if err == nil {
+			err = json.Unmarshal(body, &rows)
+		}
+		if err != nil || len(rows) != 1 {
+			return fmt.Errorf("no row of custody run's child yet: %v", err)
+		}
+		before = rows[0]
+		return nil
+	})
+	pid := string(before["pid"])
+	if r := runCLI(t, "--ledger", led, "register", "--pid", pid, "--purpose", "again"); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	var rows []map[string]json.RawMessage
+	body, _ := os.ReadFile(led)
+	if err := json.Unmarshal(body, &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("ledger after register: %s, %v", body, err)
+	}
+	after := rows[0]
+	if string(after["purpose"]) != `"again"` {
+		t.Errorf("purpose %s, want the new row's", after["purpose"])
+	}
+	for _, k := range []string{"pgid", "scope", "owner", "containment"} {
+		if before[k] == nil || string(after[k]) != string(before[k]) {
+			t.Errorf("%s: %s before, %s after the re-registration", k, before[k], after[k])
+		}
+	}
+	run.Stdin().Close()
+	run.Wait()
+}

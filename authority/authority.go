@@ -135,6 +135,20 @@ func (p *Process) Signal(sig os.Signal) error {
 	return p.signal(sig)
 }
 
+// SignalGroup sends sig to the process group p leads, through p's own handle: on Linux 6.9 and
+// later, pidfd_send_signal with PIDFD_SIGNAL_PROCESS_GROUP, which the kernel resolves from the
+// leader's struct pid, so it reaches the group p led (even after p exited) and no group that
+// took the number since, with no check-then-kill window. It returns an error wrapping
+// [procid.ErrGone] when the group has no process left, and one wrapping [errors.ErrUnsupported]
+// when no handle can carry it (an older kernel, checked mode, macOS, Windows): [Group.Signal]
+// is then the way.
+func (p *Process) SignalGroup(sig os.Signal) error {
+	if p.closed.Load() {
+		return fmt.Errorf("authority: signal group of pid %d: %w", p.id.PID, os.ErrClosed)
+	}
+	return p.signalGroup(sig)
+}
+
 // The requests to exit that [Process.Ask] and a scope's Ask send, by name, as a stop reports them.
 const (
 	AskSIGTERM   = "SIGTERM"          // Unix

@@ -3,6 +3,8 @@ package stop
 import (
 	"context"
 	"errors"
+	"os"
+	"syscall"
 
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/procid"
@@ -71,7 +73,10 @@ func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.S
 		_, r := t.settle(res, err, true)
 		return t, nil, r, false
 	}
-	if s != nil {
+	switch {
+	case s != nil && d.Kind == scope.KindGroup && p != nil:
+		t.Scope = leaderGroup{s, p}
+	case s != nil:
 		t.Scope = s
 	}
 	if gone && s == nil {
@@ -97,4 +102,25 @@ func openScope(rec procid.Record, d scope.Desc) (*scope.Scope, error) {
 		return nil, nil
 	}
 	return s, err
+}
+
+// leaderGroup is a process-group scope signalled through its proven leader's handle where the
+// kernel can (authority.Process.SignalGroup: PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9), so that no
+// window is left between the group's identity check and the kill; elsewhere, and once the leader's
+// handle is closed, by its id after the check (scope.Scope.Signal).
+type leaderGroup struct {
+	*scope.Scope
+	leader *authority.Process
+}
+
+func (g leaderGroup) Signal(sig os.Signal) error {
+	err := g.leader.SignalGroup(sig)
+	if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, os.ErrClosed) {
+		return g.Scope.Signal(sig)
+	}
+	return err
+}
+
+func (g leaderGroup) Ask() (string, error) {
+	return authority.AskSIGTERM, g.Signal(syscall.SIGTERM)
 }

@@ -20,7 +20,7 @@ func TestUnsupported(t *testing.T) {
 	}
 	c := &supervise.Client{}
 	defer c.Close()
-	if err := c.Register(supervise.Group{PGID: 4242}); !errors.Is(err, errors.ErrUnsupported) {
+	if err := c.Register(supervise.Group{PGID: 4242, Start: 1}); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("Register: %v, want ErrUnsupported", err)
 	}
 }

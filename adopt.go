@@ -16,9 +16,27 @@ import (
 )
 
 // ErrExitUnknown is what [Child.Wait] returns for an adopted child that has exited when the OS
-// does not report its exit status to a process other than its parent (Linux, macOS): it was
-// seen to exit, and nothing more is known.
+// does not report its exit status to a process other than its parent (macOS; Linux before 6.15;
+// a parent that did not reap it within reapWait): it was seen to exit, and nothing more is known.
 var ErrExitUnknown = errors.New("custody: exited; its status goes to its parent only")
+
+// reapWait bounds the wait for an adopted child's parent to reap it, which is when Linux makes
+// its exit status readable through a pidfd.
+const reapWait = time.Second
+
+// ExitError is what [Child.Wait] returns for an adopted child that exited with a non-zero code
+// or was killed by a signal, where the OS reports that to a non-parent (Linux 6.15+).
+type ExitError struct {
+	PID int
+	authority.ExitStatus
+}
+
+func (e *ExitError) Error() string {
+	if e.Signal != 0 {
+		return fmt.Sprintf("custody: pid %d: killed by %v", e.PID, e.Signal)
+	}
+	return fmt.Sprintf("custody: pid %d: exit status %d", e.PID, e.Code)
+}
 
 // adoptHook, when set (by tests), is called at each step of a redemption: "proved" once the
 // child is proven, before the receipt is written, and "receipt" after the receipt, before the

@@ -3,6 +3,7 @@
 package custody
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -101,7 +102,18 @@ func (o *Owner) coverAdopted(s *scope.Scope) error {
 	return o.cover(s)
 }
 
-// exitStatus: neither Linux nor macOS tells a process other than the parent how another exited.
+// exitStatus reads how the adopted child ended where the kernel tells a non-parent (Linux 6.15+,
+// once the parent has reaped it: see authority.Process.ExitStatus), waiting up to reapWait for
+// that reap.
 func (c *Child) exitStatus() error {
-	return fmt.Errorf("pid %d: %w", c.ID.PID, ErrExitUnknown)
+	ctx, cancel := context.WithTimeout(context.Background(), reapWait)
+	defer cancel()
+	st, err := c.proc.ExitStatus(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("pid %d: %w", c.ID.PID, ErrExitUnknown)
+	case st.Code == 0 && st.Signal == 0:
+		return nil
+	}
+	return &ExitError{PID: c.ID.PID, ExitStatus: st}
 }

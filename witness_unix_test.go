@@ -27,7 +27,8 @@ func init() {
 
 // helperGateway is a gateway about to be replaced: its slot runs a watcher (a worker with a
 // grandchild in its group), whose grant it writes to the file args[1] for its successor. It
-// prints "watcher <pid>", "grandchild <pid>" and "supervisor <pid>", waits for the transfer,
+// prints "watcher <pid>", "grandchild <pid>" and "supervisor <pid>", and once the test answers
+// with a line on stdin hands the grant on; it waits for the transfer,
 // prints "handed <generation> <receiver>", and exits 0.
 func helperGateway(args []string) int {
 	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
@@ -52,6 +53,7 @@ func helperGateway(args []string) int {
 	fmt.Println("watcher", c.ID.PID)
 	fmt.Println("grandchild", f[len(f)-1])
 	fmt.Println("supervisor", o.Supervisor.PID())
+	bufio.NewScanner(os.Stdin).Scan() // the test has read the lines above: go on
 	tmp := args[1] + ".tmp"
 	if err := os.WriteFile(tmp, []byte(g.String()), 0o600); err != nil || os.Rename(tmp, args[1]) != nil {
 		fmt.Println("error", err)
@@ -76,7 +78,7 @@ func helperNewGateway(args []string) int {
 	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
 	slot := &custody.Slot{Owner: o, Purpose: "watcher"}
 	var grant []byte
-	err := testproc.Poll(context.Background(), 30*time.Second, func() (err error) {
+	err := testproc.Poll(context.Background(), time.Minute, func() (err error) {
 		grant, err = os.ReadFile(args[1])
 		return err
 	})
@@ -99,13 +101,16 @@ func helperNewGateway(args []string) int {
 func TestGatewayWitness(t *testing.T) {
 	env := newTransferEnv(t, false)
 	handoff := filepath.Join(t.TempDir(), "grant")
-	successor := testproc.Start(t, env.command(t, "new-gateway", env.ledger, handoff))
 	cmd := env.command(t, "gateway", env.ledger, handoff)
 	cmd.ExtraFiles = []*os.File{lifeline(t)}
 	old := testproc.Start(t, cmd)
 	watcher := pidIncarnation(t, old.Expect("watcher ", 30*time.Second)[0])
 	grandchild := pidIncarnation(t, old.Expect("grandchild ", 10*time.Second)[0])
 	supervisor := pidIncarnation(t, old.Expect("supervisor ", 10*time.Second)[0])
+	successor := testproc.Start(t, env.command(t, "new-gateway", env.ledger, handoff))
+	if _, err := old.Stdin().Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
 	if f := successor.Expect("adopted ", 30*time.Second); f[0] != strconv.Itoa(watcher.PID) || f[1] != "1" {
 		t.Fatalf("successor adopted %v, want pid %d generation 1", f, watcher.PID)
 	}

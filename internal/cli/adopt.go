@@ -34,11 +34,14 @@ A grant is refused, and nothing changes, when it is malformed, expired, forged, 
 another user's, for a child that has exited, or when its giver is gone (a giver's death takes the
 child with it). The ledger must be the one the grant names: the giver looks for the receipt there.
 
-custody is not the adopted child's parent: it sees the child exit, but Linux and macOS report an
-exit status to the parent alone, so custody exits 5 then rather than claim a status it does not
-know.
+custody is not the adopted child's parent: it sees the child exit, and exits with its status
+(its exit code, or 128+N for signal N) where the OS reports it to a non-parent: Linux 6.15 and
+later, once the child's parent has reaped it (custody waits up to a second for that). Where the OS
+does not (macOS, older Linux), custody exits 5 rather than claim a status it does not know.
 
 EXIT STATUS
+  N       the child's exit code (Linux 6.15+)
+  128+N   the child was killed by signal N (Linux 6.15+)
   5       the child exited; its status is reported to its parent alone
   1       the grant was refused or custody could not take the child; nothing changed
   2       bad flags or arguments
@@ -114,8 +117,15 @@ func (o *adoptOptions) coverage(lost error) {
 	fmt.Fprintln(o.stderr, "custody: adopt: a new supervisor covers the child again")
 }
 
-// adoptedStatus maps an adopted child's end to adopt's exit status.
+// adoptedStatus maps an adopted child's end to adopt's exit status, as run does: the exit code,
+// or 128+N for signal N; 5 when the OS did not say.
 func adoptedStatus(err error) exitCode {
+	if ee, ok := errors.AsType[*custody.ExitError](err); ok {
+		if ee.Signal != 0 {
+			return exitCode(128 + int(ee.Signal))
+		}
+		return exitCode(ee.Code)
+	}
 	if errors.Is(err, custody.ErrExitUnknown) {
 		return exitUnknown
 	}

@@ -105,7 +105,7 @@ func (c *Child) owned() error {
 // scope, the grace, SIGKILL, and an outcome that reports only what was observed. When every
 // member has exited, the child is released (see [Child.Release]); otherwise it stays covered.
 // A child handed to another owner is not this owner's to stop: the outcome is no-authority.
-func (c *Child) Stop(ctx context.Context, opts stop.Options) stop.Result {
+func (c *Child) Stop(ctx context.Context, opts StopOptions) StopResult {
 	if err := c.owned(); err != nil {
 		return stop.Result{PID: c.ID.PID, Outcome: stop.NoAuthority, Reason: err.Error()}
 	}

@@ -9,7 +9,7 @@
 //		owner := &custody.Owner{}
 //		child, err := owner.Start(ctx, exec.Command("my-backend"), custody.StartOptions{Purpose: "serve"})
 //		…
-//		res := child.Stop(ctx, stop.Options{}) // TERM its scope, grace, KILL; a typed outcome
+//		res := child.Stop(ctx, custody.StopOptions{}) // TERM its scope, grace, KILL; a typed outcome
 //	}
 //
 // How a child dies with its owner, by OS:

@@ -313,3 +313,25 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// TestZeroSlot: the zero Slot starts and stops generations through a zero Owner of its own, and
+// stopping needs nothing but package custody.
+func TestZeroSlot(t *testing.T) {
+	t.Setenv("CUSTODY_LEDGER", ledgerPath(t)) // the zero Owner's default ledger, kept in the test
+	var slot custody.Slot
+	cmd := testproc.Helper(t, "worker")
+	in, _ := cmd.StdinPipe()
+	t.Cleanup(func() { in.Close() })
+	c, err := slot.Replace(context.Background(), cmd)
+	if err != nil {
+		t.Fatalf("Replace on a zero Slot: %v", err)
+	}
+	t.Cleanup(func() { slot.Owner.Supervisor.Close() })
+	if cur, gen := slot.Current(); cur != c || gen != 1 {
+		t.Errorf("Current() = %p, %d; want the child, generation 1", cur, gen)
+	}
+	var res custody.StopResult = c.Stop(context.Background(), custody.StopOptions{Grace: time.Second})
+	if res.Outcome != custody.Exited && res.Outcome != custody.AlreadyExited {
+		t.Errorf("stop: %+v", res)
+	}
+}

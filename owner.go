@@ -88,8 +88,12 @@ func (o *Owner) init() error {
 // retained. Every failure returns an error and leaves nothing behind: a failure before the child
 // starts leaves it unstarted (a ledger lock that cannot be had within the ledger's LockTimeout is
 // one: the error satisfies [ledger.IsLocked], and the child never ran); a failure after it started
-// kills its scope and reaps it before Start returns, so no unowned child is left. Do not call
-// cmd.Wait: [Child.Wait] does.
+// kills its scope and reaps it before Start returns, so no unowned child is left.
+//
+// ctx bounds Start itself (the wait for the ledger lock and the write of the row), not the
+// child: unlike [exec.CommandContext], its end kills nothing once Start has returned. Stop the
+// child with [Child.Stop]. Do not call cmd.Wait: Start's reaper has, and os/exec refuses a second
+// Wait; use [Child.Wait].
 func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*Child, error) {
 	if err := o.init(); err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)

@@ -33,10 +33,12 @@ func (e *FencedError) Unwrap() error { return ErrFenced }
 // a barrier: generation N+1 starts only once N's exit is proven (its leader seen to exit and its
 // scope empty), so two generations never run at once. If N's stop times out, the slot stays
 // fenced, and every Replace fails with a [*FencedError], until N's exit is observed.
+//
+// The zero Slot is ready to use: it starts its generations through a zero [Owner] of its own.
 type Slot struct {
-	Owner   *Owner
+	Owner   *Owner // starts the generations; nil means a zero Owner, made at the first Replace
 	Purpose string
-	Stop    stop.Options // how a generation is stopped
+	Stop    StopOptions // how a generation is stopped
 
 	mu     sync.Mutex
 	gen    int
@@ -52,6 +54,9 @@ type Slot struct {
 func (s *Slot) Replace(ctx context.Context, cmd *exec.Cmd) (*Child, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Owner == nil {
+		s.Owner = &Owner{}
+	}
 	if err := s.unfenceLocked(ctx); err != nil {
 		return nil, err
 	}

@@ -54,10 +54,11 @@ var (
 	// ErrRefused reports a group that must never be covered: an id ≤ 1, a PID that is not the
 	// group's leader, the owner's own group, or a leader whose start is not known.
 	ErrRefused = errors.New("supervise: refused target")
-	// ErrNoInit reports a process started as a supervisor by a [Client] (with $EnvSupervisor set)
-	// whose main did not call [Init], and so ran the program instead. It refuses to start a
+	// ErrNoInit reports that the program's main did not call custody.Init (or [Init]) first, so
+	// the supervisor, which is this binary re-executed, cannot be started: the copy would run main
+	// again. A copy started as a supervisor that skipped Init reports it too, and starts no
 	// supervisor of its own: the next copy would do the same, without end.
-	ErrNoInit = errors.New("supervise: started as a supervisor, but main did not call supervise.Init")
+	ErrNoInit = errors.New("supervise: main did not call custody.Init first; the supervisor is this program re-executed, which would run main again")
 )
 
 // Client is an owner's side of the supervisor: it starts the supervisor process at the first

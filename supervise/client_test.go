@@ -335,6 +335,23 @@ func TestClientNoInit(t *testing.T) {
 	}
 }
 
+// TestClientNoInitInMain: a program whose main did not call Init gets ErrNoInit at its first
+// registration, before any copy of it is started: the copy would run main again.
+func TestClientNoInitInMain(t *testing.T) {
+	life := newLifeline(t)
+	g := startGroup(t, life)
+	supervise.ForgetInit(t)
+	c := &supervise.Client{}
+	defer c.Close()
+	err := c.Register(supervise.Group{PGID: g.pgid(), Start: g.leader().Start})
+	if !errors.Is(err, supervise.ErrNoInit) || !strings.Contains(err.Error(), "custody.Init") {
+		t.Fatalf("Register: %v, want ErrNoInit naming custody.Init", err)
+	}
+	if c.PID() != 0 {
+		t.Errorf("a supervisor was started: pid %d", c.PID())
+	}
+}
+
 func TestClientRefuses(t *testing.T) {
 	c := &supervise.Client{}
 	defer c.Close()

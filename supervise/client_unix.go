@@ -72,7 +72,7 @@ func (c *Client) spawn() (p *proc, err error) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		if len(c.Command) == 0 {
-			err = fmt.Errorf("%w (does main call supervise.Init first?)", err)
+			err = fmt.Errorf("%w (does main call custody.Init first?)", err)
 		}
 		return nil, fmt.Errorf("start supervisor %s: %w", cmd.Path, err)
 	}
@@ -114,7 +114,7 @@ func (c *Client) command() (*exec.Cmd, error) {
 		args := append(slices.Clone(c.Command), "--owner-pgid", pgid, "--grace", grace)
 		return &exec.Cmd{Path: path, Args: args, Env: env}, nil
 	}
-	if os.Getenv(EnvSupervisor) == "1" {
+	if os.Getenv(EnvSupervisor) == "1" || !initCalled.Load() {
 		return nil, ErrNoInit
 	}
 	path, err := executable()

@@ -31,3 +31,9 @@ func Registration(line string) (covered, held bool, release func()) {
 		}
 	}
 }
+
+// ForgetInit makes the process look as if main had not called Init, until the test ends.
+func ForgetInit(t interface{ Cleanup(func()) }) {
+	was := initCalled.Swap(false)
+	t.Cleanup(func() { initCalled.Store(was) })
+}

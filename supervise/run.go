@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,10 +40,16 @@ const (
 // the program's own binary as its supervisor.
 func Init() {
 	if os.Getenv(EnvSupervisor) != "1" {
+		initCalled.Store(true)
 		return
 	}
 	os.Exit(initMain())
 }
+
+// initCalled records that Init ran in this process and returned. A [Client] that re-executes
+// this binary requires it: without Init the copy would run main again, with whatever main does
+// before its first start (open files, print, start servers), and only then fail.
+var initCalled atomic.Bool
 
 func initMain() int {
 	cfg, err := configFromEnv()

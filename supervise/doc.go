@@ -62,5 +62,8 @@
 //	macOS    identity from kinfo_proc p_starttime; there is no pidfd, so a tiny window remains
 //	         between the identity check and kill(2) in which the leader PID could be recycled
 //	Windows  unsupported: custody uses Job Objects with KILL_ON_JOB_CLOSE there; every call
-//	         returns an error wrapping [errors.ErrUnsupported]
+//	         returns an error wrapping [errors.ErrUnsupported], as on the BSDs
+//
+// The supervisor itself is in the _posix.go files, built for Linux and macOS (linux || darwin);
+// the _other.go files are their unsupported complements.
 package supervise

@@ -89,12 +89,9 @@ func (g Group) signal(sig os.Signal) error {
 	if v, err := g.verdict(); v != groupHeld {
 		return err
 	}
-	if err := unix.Kill(-g.PGID, s); err != nil {
-		if err == unix.ESRCH {
-			return fmt.Errorf("authority: signal group %d: %w", g.PGID, procid.ErrGone)
-		}
-		// EPERM satisfies errors.Is(err, os.ErrPermission).
-		return fmt.Errorf("authority: signal group %d: %w", g.PGID, os.NewSyscallError("kill", err))
+	// EPERM satisfies errors.Is(err, os.ErrPermission).
+	if err := procid.SyscallError("kill", unix.Kill(-g.PGID, s)); err != nil {
+		return fmt.Errorf("authority: signal group %d: %w", g.PGID, err)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,7 +72,7 @@ func probePidfd() error {
 func openPidfd(pid int) (*os.File, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return nil, os.NewSyscallError("pidfd_open", err)
+		return nil, procid.SyscallError("pidfd_open", err)
 	}
 	return newPidfdFile(fd, pid)
 }

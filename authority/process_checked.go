@@ -69,11 +69,8 @@ func (p *Process) checkedSignal(sig unix.Signal) error {
 		}
 		return fmt.Errorf("%w over pid %d: cannot re-read it before signalling: %v", ErrNoAuthority, p.id.PID, err)
 	}
-	if err := unix.Kill(p.id.PID, sig); err != nil {
-		if err == unix.ESRCH {
-			return p.errGone("signal")
-		}
-		return fmt.Errorf("authority: signal pid %d: %w", p.id.PID, os.NewSyscallError("kill", err))
+	if err := procid.SyscallError("kill", unix.Kill(p.id.PID, sig)); err != nil {
+		return fmt.Errorf("authority: signal pid %d: %w", p.id.PID, err)
 	}
 	return nil
 }

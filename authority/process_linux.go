@@ -23,7 +23,7 @@ func acquire(rec procid.Record) (*Process, error) {
 	// The handle first, the proof second: see prove for why the order makes the pidfd R's.
 	f, err := openPidfd(rec.PID)
 	switch {
-	case errors.Is(err, unix.ESRCH):
+	case errors.Is(err, procid.ErrGone):
 		// R started before this call; no process holding its PID now means R has exited.
 		return nil, fmt.Errorf("authority: acquire pid %d: %w", rec.PID, procid.ErrGone)
 	case err != nil:
@@ -86,12 +86,9 @@ func (p *Process) signal(sig os.Signal) error {
 	if err := p.control(func(fd uintptr) { sigErr = unix.PidfdSendSignal(int(fd), s, nil, 0) }); err != nil {
 		return p.errClosed("signal")
 	}
-	switch {
-	case sigErr == unix.ESRCH:
-		return p.errGone("signal")
-	case sigErr != nil:
-		// EPERM satisfies errors.Is(err, os.ErrPermission).
-		return fmt.Errorf("authority: signal pid %d: %w", p.id.PID, os.NewSyscallError("pidfd_send_signal", sigErr))
+	// EPERM satisfies errors.Is(err, os.ErrPermission).
+	if err := procid.SyscallError("pidfd_send_signal", sigErr); err != nil {
+		return fmt.Errorf("authority: signal pid %d: %w", p.id.PID, err)
 	}
 	return nil
 }

@@ -56,11 +56,8 @@ func probePidfs() error {
 // process has the PID.
 func pidfdID(pid int) (uint64, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
-	if err == unix.ESRCH {
-		return 0, ErrGone
-	}
 	if err != nil {
-		return 0, os.NewSyscallError("pidfd_open", err)
+		return 0, SyscallError("pidfd_open", err)
 	}
 	defer unix.Close(fd)
 	return fdID(fd, true)
@@ -124,11 +121,8 @@ type pinned struct {
 // no pidfd can be had (the caller then reads without one).
 func pin(pid int) (pinned, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
-	switch {
-	case err == unix.ESRCH:
-		return pinned{}, fmt.Errorf("procid: read pid %d: %w", pid, ErrGone)
-	case err != nil:
-		return pinned{}, fmt.Errorf("procid: read pid %d: %w", pid, os.NewSyscallError("pidfd_open", err))
+	if err != nil {
+		return pinned{}, fmt.Errorf("procid: read pid %d: %w", pid, SyscallError("pidfd_open", err))
 	}
 	return pinned{pid: pid, fd: fd}, nil
 }

@@ -131,7 +131,11 @@ func TestPsShowsNesting(t *testing.T) {
 	}
 	led := ledgerPath(t)
 	g := []string{"--ledger", led}
-	inner := append(append([]string{exe}, g...), "ps", "--all")
+	// The inner custody run records its child's row once the child has started: ps, that child,
+	// may read the ledger first on a loaded machine, and so reads until it sees its own row.
+	ps := strings.Join(append(append([]string{exe}, g...), "ps", "--all"), " ")
+	inner := []string{"sh", "-c", `for i in $(seq 200); do out=$(` + ps + `) || exit 1; ` +
+		`[ "$(printf '%s\n' "$out" | wc -l)" -ge 3 ] && break; sleep 0.05; done; printf '%s\n' "$out"`}
 	middle := append(append(append([]string{exe}, g...), "run", "--"), inner...)
 	r := runCLI(t, append(append(g, "run", "--"), middle...)...)
 	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")

@@ -21,7 +21,7 @@ import (
 func init() { testproc.Register("socket-child", helperSocketChild) }
 
 // helperSocketChild registers its own group over the v2 socket: it connects, sends the line
-// -mode makes, and reports the supervisor's answer ("reply ok", or "reply closed" when the
+// -mode makes, says "sent", and reports the supervisor's answer ("reply ok", or "reply closed" when the
 // connection ended without one), then "ready <pid> <start>", and blocks on its lifeline (stdin).
 //
 //	honest      register <token> <pid> <pgid> <start>, all true
@@ -61,6 +61,7 @@ func helperSocketChild(args []string) int {
 		return 1
 	}
 	io.WriteString(c, line)
+	fmt.Println("sent")
 	c.SetReadDeadline(time.Now().Add(time.Minute))
 	reply, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {
@@ -89,6 +90,9 @@ func socketChild(t *testing.T, life *os.File, sock, token, mode string) (string,
 	t.Helper()
 	h := startHelper(t, "socket-child", []string{"-socket", sock, "-token", token, "-mode", mode},
 		helperOpts{setpgid: true, stdin: life, stdout: true})
+	if l := h.line(30 * time.Second); l != "sent" {
+		t.Fatalf("socket child said %q, want sent", l)
+	}
 	reply := h.line(30 * time.Second)
 	return reply, readyIDs(t, []string{h.line(10 * time.Second)})[0]
 }
@@ -183,5 +187,28 @@ func TestSocketSilentConnection(t *testing.T) {
 	exitsCleanly(t, sup, 30*time.Second) // with held still open and silent
 	if alive(id) {
 		t.Errorf("the covered group survived the owner's death")
+	}
+}
+
+// TestSocketReserveAfterConnect: the owner's reserve and the child's connection travel on two
+// paths; a connection whose token is reserved only after it arrived is still accepted.
+func TestSocketReserveAfterConnect(t *testing.T) {
+	life := newLifeline(t)
+	sock := filepath.Join(shortDir(t), "s")
+	sup := startSocketSupervisor(t, sock)
+	h := startHelper(t, "socket-child", []string{"-socket", sock, "-token", "late", "-mode", "honest"},
+		helperOpts{setpgid: true, stdin: life, stdout: true})
+	if l := h.line(30 * time.Second); l != "sent" {
+		t.Fatalf("socket child said %q, want sent", l)
+	}
+	io.WriteString(sup.stdin, "reserve late\n") // after the child's line went out
+	if reply := h.line(30 * time.Second); reply != "reply ok" {
+		t.Fatalf("%q, want reply ok", reply)
+	}
+	id := readyIDs(t, []string{h.line(10 * time.Second)})[0]
+	feed(t, sup, "")
+	exitsCleanly(t, sup, 30*time.Second)
+	if alive(id) {
+		t.Errorf("the group registered late survived the owner's death")
 	}
 }

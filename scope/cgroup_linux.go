@@ -24,8 +24,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -164,31 +163,58 @@ func (c *cgroup) kill() error {
 }
 
 // signal sends sig to every process in the cgroup and below. SIGKILL is cgroup.kill; any other
-// signal goes to each member through a pidfd opened on it and proven to be in the cgroup after
-// the open, so a PID that was recycled after the cgroup.procs read is never signalled (a new
-// process with that PID in this cgroup is a member, and rightly signalled). It returns an error
+// signal goes to each member through a pidfd, proven to name a member by a second read of the
+// members after the pidfds were opened: a process alive in the cgroup after its pidfd was opened
+// is the process the pidfd names (its PID cannot have changed hands while it lived), and a PID
+// recycled after the first read to a process outside the cgroup is not listed by the second. A
+// process that exits in between is not signalled, and needs no signal. It returns an error
 // wrapping procid.ErrGone when the cgroup was empty.
 func (c *cgroup) signal(sig unix.Signal) error {
-	if pop, err := c.populated(); err != nil || !pop {
-		if err == nil {
-			err = fmt.Errorf("scope: cgroup %s is empty: %w", c.rel, procid.ErrGone)
-		}
-		return err
-	}
 	if sig == unix.SIGKILL {
+		if pop, err := c.populated(); err != nil || !pop {
+			if err == nil {
+				err = fmt.Errorf("scope: cgroup %s is empty: %w", c.rel, procid.ErrGone)
+			}
+			return err
+		}
 		return c.kill()
-	}
-	if !c.same() {
-		return fmt.Errorf("scope: cgroup %s removed: %w", c.rel, procid.ErrGone)
 	}
 	pids, err := c.members()
 	if err != nil {
 		return err
 	}
+	if len(pids) == 0 {
+		return fmt.Errorf("scope: cgroup %s is empty: %w", c.rel, procid.ErrGone)
+	}
+	fds := make([]int, len(pids))
+	for i, pid := range pids {
+		if fds[i], err = unix.PidfdOpen(pid, 0); err != nil {
+			fds[i] = -1 // exited since the read (ESRCH)
+		}
+	}
+	defer func() {
+		for _, fd := range fds {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	}()
+	again, err := c.members()
+	if err != nil {
+		return err
+	}
+	slices.Sort(again)
 	var first error
-	for _, pid := range pids {
-		if err := c.signalMember(pid, sig); err != nil && first == nil {
-			first = err
+	for i, pid := range pids {
+		if _, listed := slices.BinarySearch(again, pid); fds[i] < 0 || !listed {
+			continue
+		}
+		switch err := unix.PidfdSendSignal(fds[i], sig, nil, 0); err {
+		case nil, unix.ESRCH:
+		default:
+			if first == nil {
+				first = fmt.Errorf("scope: signal pid %d in cgroup %s: %w", pid, c.rel, os.NewSyscallError("pidfd_send_signal", err))
+			}
 		}
 	}
 	return first
@@ -205,6 +231,9 @@ func (c *cgroup) members() ([]int, error) {
 			return nil, err
 		}
 		return appendPIDs(nil, b), nil
+	}
+	if !c.same() {
+		return nil, nil // removed: no members, and the path may name another cgroup now
 	}
 	var pids []int
 	err := filepath.WalkDir(c.path, func(p string, d os.DirEntry, err error) error {
@@ -249,43 +278,6 @@ func appendPIDs(pids []int, b []byte) []int {
 		}
 	}
 	return pids
-}
-
-func (c *cgroup) signalMember(pid int, sig unix.Signal) error {
-	pfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return nil // exited since the read (ESRCH), or not ours to see
-	}
-	defer unix.Close(pfd)
-	if !c.contains(pid) {
-		return nil // the PID now names a process outside the scope
-	}
-	switch err := unix.PidfdSendSignal(pfd, sig, nil, 0); err {
-	case nil, unix.ESRCH:
-		return nil
-	default:
-		return fmt.Errorf("scope: signal pid %d in cgroup %s: %w", pid, c.rel, os.NewSyscallError("pidfd_send_signal", err))
-	}
-}
-
-// contains reports whether pid is in the cgroup or below it now.
-func (c *cgroup) contains(pid int) bool {
-	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/cgroup", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	var buf [1024]byte // v1 lines and the 0:: line of a custody scope fit; a longer file is read on
-	n, err := unix.Read(fd, buf[:])
-	var b []byte
-	if err == nil && n == len(buf) {
-		rest, _ := readAll(fd)
-		b = append(append(b, buf[:n]...), rest...)
-	} else if err == nil {
-		b = buf[:n]
-	}
-	unix.Close(fd)
-	rel, ok := unifiedPath(b)
-	return ok && (rel == c.rel || strings.HasPrefix(rel, c.rel+"/"))
 }
 
 // wait returns nil once the cgroup is empty, or an error wrapping context.Cause(ctx). It sleeps in

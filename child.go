@@ -17,6 +17,9 @@ import (
 
 // Child is an owned child process and its scope.
 type Child struct {
+	// Cmd is the command [Owner.Start] started, for its Process and, after the exit, its
+	// ProcessState; nil for an adopted child. Do not call its Wait: Start's reaper already has,
+	// and os/exec refuses a second call. [Child.Wait] returns what that Wait returned.
 	Cmd *exec.Cmd
 	// ID is the child's incarnation, read at spawn.
 	ID procid.ID

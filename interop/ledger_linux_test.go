@@ -181,7 +181,10 @@ for p in sys.argv[1:]:
 	}
 
 	// custody holds the lock, prepared, past Hermes's 2 s wait: Hermes writes without it.
-	tx, err := l.BeginAppend(context.Background())
+	tx, err := l.LockAppend(context.Background())
+	if err == nil {
+		err = tx.PrepareAppend()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestBeginAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, purpose := range []string{"first", "second"} {
-		tx, err := l.BeginAppend(ctx)
+		tx, err := ledger.BeginAppend(l, ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,8 +42,8 @@
 //
 // # Trust
 //
-// A row is a claim that licenses signals, so every entry point ([Ledger.Rows], [Ledger.Begin] and
-// the writes built on it, [Peek]) first checks that nobody but the caller and root can write the
+// A row is a claim that licenses signals, so every entry point ([Ledger.Rows], [Ledger.Update] and
+// every write, [Peek]) first checks that nobody but the caller and root can write the
 // ledger, its lock or its directory, and that neither file is a symbolic link or anything but a
 // regular file; both are opened without following links and without blocking, and checked again
 // through the descriptor. A refusal is a [*TrustError]. A file above [MaxSize] is refused with
@@ -62,9 +62,9 @@
 //
 // Reading /proc/PID/stat costs about 11 µs and a signal-0 probe about 2 µs on a virtual machine,
 // so a write cannot check 1,000 rows. Each write compares every row's boot id (free), probes a
-// window of [ExistWindow] rows from a random offset for a process with their PID, and re-proves
-// the exact identity of the first [ProveWindow] of them, dropping the rows proven dead. A dead
-// row goes within len(rows)/ExistWindow writes. The windows are small because an owner's write
+// window of 32 rows from a random offset for a process with their PID, and re-proves the exact
+// identity of the first 4 of them, dropping the rows proven dead. A dead row goes within
+// len(rows)/32 writes. The windows are small because an owner's write
 // runs while its child execs, and on a machine with few CPUs each probe slows that exec. Every act of authority re-proves identity itself; pruning only
 // keeps the file small.
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -14,14 +15,14 @@ import (
 	"github.com/custody-dev/custody/procid"
 )
 
-// How many rows each write checks (see the package doc): ExistWindow with the signal-0 probe
-// (about 2 µs each), ProveWindow of those by exact identity (a /proc read, about 11 µs).
+// How many rows each write checks (see the package doc): existWindow with the signal-0 probe
+// (about 2 µs each), proveWindow of those by exact identity (a /proc read, about 11 µs).
 const (
-	ExistWindow = 32
-	ProveWindow = 4
+	existWindow = 32
+	proveWindow = 4
 )
 
-// ErrNotRegistered is returned by [Ledger.Remove] when no row matches.
+// ErrNotRegistered reports that a process has no row in the ledger.
 var ErrNotRegistered = errors.New("ledger: process not registered")
 
 // Ledger is a handle on one ledger file, safe for use by concurrent goroutines and processes.
@@ -68,18 +69,18 @@ type Report struct {
 
 // Update is the single write path: under the lock it reads the rows, prunes them (replaced names
 // PIDs the change is about to write, whose old rows go), passes the rest to fn and atomically
-// replaces the file with what fn returns. fn must not block. It is [Ledger.Begin] followed by
-// [Txn.Commit].
+// replaces the file with what fn returns. fn must not block. It is begin followed by
+// commit.
 //
 // The rows fn receives have their identity fields decoded (pid, create_time, boot_id,
 // boot_start, start_ticks, registered_at: what pruning and [Row.Same] use); the others read as
 // absent, and every row keeps all its bytes. [Row.Decoded] returns a row with every field.
 func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row) ([]Row, error)) (Report, error) {
-	tx, err := l.Begin(ctx)
+	tx, err := l.begin(ctx, true)
 	if err != nil {
 		return Report{}, err
 	}
-	return tx.Commit(replaced, fn)
+	return tx.commit(replaced, fn)
 }
 
 // readLocked reads the file under the lock into buf (see readBufs), quarantining it if corrupt.
@@ -116,34 +117,13 @@ func (l *Ledger) Add(ctx context.Context, row Row) (Report, error) {
 	if row.PID <= 0 {
 		return Report{}, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)
 	}
-	tx, err := l.Begin(ctx)
+	tx, err := l.begin(ctx, true)
 	if err != nil {
 		return Report{}, fmt.Errorf("ledger: add pid %d: %w", row.PID, err)
 	}
 	rep, err := tx.Append(row)
 	if err != nil {
 		return rep, fmt.Errorf("ledger: add pid %d: %w", row.PID, err)
-	}
-	return rep, nil
-}
-
-// Remove drops the rows for pid for which match (when non-nil) reports true. It returns
-// [ErrNotRegistered] when none matched; the file is then left as it was, pruning aside.
-func (l *Ledger) Remove(ctx context.Context, pid int, match func(Row) bool) (Report, error) {
-	rep, err := l.Update(ctx, nil, func(rows []Row) ([]Row, error) {
-		kept := rows[:0]
-		for _, r := range rows {
-			if r.PID != pid || (match != nil && !match(r.Decoded())) {
-				kept = append(kept, r)
-			}
-		}
-		if len(kept) == len(rows) {
-			return nil, ErrNotRegistered
-		}
-		return kept, nil
-	})
-	if err != nil {
-		return rep, fmt.Errorf("ledger: remove pid %d: %w", pid, err)
 	}
 	return rep, nil
 }
@@ -189,14 +169,14 @@ func (l *Ledger) read(ctx context.Context) (parsed, error) {
 }
 
 // prune drops rows whose process is provably dead. Every row's boot id is compared; with probe, a
-// window of ExistWindow rows from a random offset gets the signal-0 probe, and the first
-// ProveWindow of those the exact proof. A dead row is found within a few writes, and no write
+// window of existWindow rows from a random offset gets the signal-0 probe, and the first
+// proveWindow of those the exact proof. A dead row is found within a few writes, and no write
 // pays for all.
 func prune(rows []Row, rep *Report, probe bool) []Row {
 	boot, bootErr := procid.BootID()
 	window := 0
 	if probe {
-		window = ExistWindow
+		window = existWindow
 	}
 	start := 0
 	if len(rows) > window {
@@ -205,7 +185,7 @@ func prune(rows []Row, rep *Report, probe bool) []Row {
 	kept := rows[:0]
 	for i, r := range rows {
 		pos := (i - start + len(rows)) % len(rows)
-		if dead(r, boot, bootErr, pos < window, pos < min(window, ProveWindow)) {
+		if dead(r, boot, bootErr, pos < window, pos < min(window, proveWindow)) {
 			rep.Pruned++
 			continue
 		}
@@ -241,18 +221,19 @@ func Peek(path string) ([]Row, error) {
 	return p.rows, err
 }
 
-// LockStatus says whether the lock can be taken within wait, and who holds it if not. It takes and
-// at once releases the lock; it writes nothing.
-func (l *Ledger) LockStatus(ctx context.Context, wait time.Duration) string {
-	if _, err := os.Stat(l.path + ".lock"); err != nil {
-		return "free (no lock file yet)"
+// CheckLock returns nil when a writer could take the ledger's lock within wait (also when no
+// lock file exists yet), and otherwise why not: a [*LockedError] naming the holder when one keeps
+// it (see [IsLocked]). It takes and at once releases the lock; it creates and writes nothing.
+func (l *Ledger) CheckLock(ctx context.Context, wait time.Duration) error {
+	if _, err := os.Lstat(l.path + ".lock"); errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
 	unlock, err := lock(ctx, l.path+".lock", wait)
 	if err != nil {
-		return err.Error()
+		return err
 	}
 	unlock()
-	return "free"
+	return nil
 }
 
 // Same reports whether two rows record the same registration: the same PID, start, pidfs id and

@@ -321,7 +321,7 @@ func TestBeginAppendPrunesByBootOnly(t *testing.T) {
 	dead.Stdin().Close()
 	dead.Wait()
 
-	tx, err := l.BeginAppend(ctx)
+	tx, err := ledger.BeginAppend(l, ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestHandleSeesOtherWriters(t *testing.T) {
 		}
 	}
 	expect("writes by two handles", pool[0], pool[1], pool[2])
-	tx, err := a.Begin(ctx)
+	tx, err := ledger.Begin(a, ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

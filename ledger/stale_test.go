@@ -54,7 +54,7 @@ func TestUnlockedWriterKept(t *testing.T) {
 			}
 			var rep ledger.Report
 			if tc.append {
-				tx, err := l.BeginAppend(ctx)
+				tx, err := ledger.BeginAppend(l, ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -64,12 +64,12 @@ func TestUnlockedWriterKept(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				tx, err := l.Begin(ctx)
+				tx, err := ledger.Begin(l, ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
 				replaceUnlocked(t, l.Path(), "["+foreign+"]")
-				rep, err = tx.Commit(nil, func(rows []ledger.Row) ([]ledger.Row, error) { return append(rows, row), nil })
+				rep, err = ledger.Commit(tx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return append(rows, row), nil })
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -36,7 +36,7 @@ func (e *TrustError) Error() string { return fmt.Sprintf("untrusted ledger: %s: 
 func (e *TrustError) Unwrap() error { return ErrUntrusted }
 
 // Trust checks, without reading or changing anything, that the ledger may be used: every verb
-// calls it (through [Ledger.Rows], [Ledger.Begin] and [Peek]) before its first read. The rules:
+// calls it (through [Ledger.Rows], every write and [Peek]) before its first read. The rules:
 //
 //   - the ledger and its lock, where they exist, are regular files (not symbolic links, FIFOs,
 //     devices or directories), owned by the caller or root and writable by nobody else;

@@ -10,11 +10,12 @@ import (
 	"slices"
 )
 
-// Txn is a write prepared ahead: the lock is held, the rows are read and pruned, and the
-// temporary file is made, so that the change itself costs one write and one rename. An owner
-// begins one while its child execs and commits the child's row once the PID is known. Every Txn
-// must end in exactly one Commit or Abort: it holds the lock until then, and other writers wait
-// for it (at most their lock timeout).
+// Txn is an append prepared ahead, for an owner's start: [Ledger.LockAppend] takes the lock before
+// the child starts, [Txn.PrepareAppend] reads, prunes and writes the kept rows into the temporary
+// file while the child execs, and [Txn.Append] adds the child's row once its PID is known, so that
+// recording it costs one short write and one rename. Every Txn must end in exactly one Append or
+// Abort: it holds the lock until then, and other writers wait for it (at most their lock
+// timeout). Other writes go through [Ledger.Update], [Ledger.Add] and [Ledger.Drop].
 type Txn struct {
 	l      *Ledger
 	unlock func()
@@ -27,7 +28,7 @@ type Txn struct {
 	rows []Row
 	rep  Report
 	// prewritten reports that the temporary file already holds the opening of the array and the
-	// kept rows (see BeginAppend).
+	// kept rows (see beginAppend).
 	prewritten bool
 }
 
@@ -35,10 +36,8 @@ type Txn struct {
 // 300-500 bytes, and a block is what a filesystem reserves anyway.
 const rowRoom = 4 << 10
 
-// Begin takes the lock and prepares a write (see [Txn]).
-func (l *Ledger) Begin(ctx context.Context) (*Txn, error) { return l.begin(ctx, true) }
-
-// begin is Begin; probe false prunes by boot id only (see [Ledger.BeginAppend]).
+// begin takes the lock and prepares a write (see [Txn]); probe false prunes by boot id only (see
+// beginAppend).
 func (l *Ledger) begin(ctx context.Context, probe bool) (*Txn, error) {
 	tx, err := l.lockTxn(ctx)
 	if err != nil {
@@ -109,12 +108,12 @@ func (tx *Txn) prepare(probe bool) (err error) {
 	return nil
 }
 
-// Commit drops the rows of the replaced PIDs, passes the rest to fn and atomically replaces the
+// commit drops the rows of the replaced PIDs, passes the rest to fn and atomically replaces the
 // file with what fn returns, then releases the lock. fn must not block.
 //
 // When the ledger was replaced since it was read (by a writer that does not take the lock), the
 // file in place is read again and the change applied to its rows: fn may be called more than once.
-func (tx *Txn) Commit(replaced []int, fn func(rows []Row) ([]Row, error)) (Report, error) {
+func (tx *Txn) commit(replaced []int, fn func(rows []Row) ([]Row, error)) (Report, error) {
 	defer tx.Abort()
 	for try := 0; ; try++ {
 		err := tx.commitOnce(replaced, fn)
@@ -152,7 +151,7 @@ func (tx *Txn) commitOnce(replaced []int, fn func(rows []Row) ([]Row, error)) er
 	})
 }
 
-// Abort releases the lock without writing. It does nothing after Commit or a first Abort.
+// Abort releases the lock without writing. It does nothing after Append or a first Abort.
 func (tx *Txn) Abort() {
 	if tx.buf != nil {
 		tx.rows = nil // they alias the buffer, which the next transaction overwrites
@@ -172,10 +171,10 @@ func (tx *Txn) Abort() {
 	}
 }
 
-// BeginAppend is [Ledger.Begin] for a write that will add one row ([Txn.Append]): it also writes
-// the kept rows into the temporary file ahead, so that the append costs one short write and the
-// rename. It is [Ledger.LockAppend] followed by [Txn.PrepareAppend].
-func (l *Ledger) BeginAppend(ctx context.Context) (*Txn, error) {
+// beginAppend prepares a write that will add one row ([Txn.Append]): it also writes the kept rows
+// into the temporary file ahead, so that the append costs one short write and the rename. It is
+// [Ledger.LockAppend] followed by [Txn.PrepareAppend].
+func (l *Ledger) beginAppend(ctx context.Context) (*Txn, error) {
 	tx, err := l.LockAppend(ctx)
 	if err != nil {
 		return nil, err
@@ -186,14 +185,14 @@ func (l *Ledger) BeginAppend(ctx context.Context) (*Txn, error) {
 	return tx, nil
 }
 
-// LockAppend is the first half of [Ledger.BeginAppend]: it takes the lock (waiting at most
+// LockAppend is the first half of beginAppend: it takes the lock (waiting at most
 // LockTimeout, and failing with a [*LockedError] after) and returns a transaction that
 // [Txn.PrepareAppend] must complete, or [Txn.Abort] end, before any other use. An owner takes
 // the lock before it starts its child, so that a lock it cannot get fails the start before the
 // child runs, and prepares the rest while the child execs.
 func (l *Ledger) LockAppend(ctx context.Context) (*Txn, error) { return l.lockTxn(ctx) }
 
-// PrepareAppend is the second half of [Ledger.BeginAppend]: under the lock taken by
+// PrepareAppend is the second half of beginAppend: under the lock taken by
 // [Ledger.LockAppend] it reads the rows, prunes them and writes the kept ones into the
 // temporary file. On error the transaction is aborted (the lock released) and must not be used.
 //
@@ -212,7 +211,7 @@ func (tx *Txn) PrepareAppend() error {
 	return nil
 }
 
-// Append adds row, replacing any row with its PID, and commits. After [Ledger.BeginAppend] the
+// Append adds row, replacing any row with its PID, and commits. After beginAppend the
 // kept rows are already in the file: only the row and the array's end are written, unless a kept
 // row has the PID (a stale row of a recycled PID), when the file is written anew.
 func (tx *Txn) Append(row Row) (Report, error) {
@@ -222,7 +221,7 @@ func (tx *Txn) Append(row Row) (Report, error) {
 	}
 	add := func(rows []Row) ([]Row, error) { return replaceRow(rows, row, &tx.rep) }
 	if !tx.prewritten || slices.ContainsFunc(tx.rows, func(r Row) bool { return r.PID == row.PID }) {
-		return tx.Commit(nil, add)
+		return tx.commit(nil, add)
 	}
 	defer tx.Abort()
 	raw, err := row.Raw()
@@ -241,7 +240,7 @@ func (tx *Txn) Append(row Row) (Report, error) {
 	if err := tx.reread(); err != nil {
 		return tx.rep, err
 	}
-	return tx.Commit(nil, add)
+	return tx.commit(nil, add)
 }
 
 // finish writes and renames the temporary file over the ledger, then lets the replaced file go

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
@@ -286,4 +287,20 @@ func TestShareConsole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// The outer owner's teardown reaches a nested owner's job: the nested owner (in the outer job)
+// made its child's job inside the outer one, so terminating the outer job ends all three.
+func TestOuterTeardownKillsNestedJob(t *testing.T) {
+	p, outer := startScoped(t, "-scope", "-depth", "2")
+	ids := ready(t, p)
+	var as []*authority.Process
+	for _, id := range ids {
+		as = append(as, acquire(t, id))
+	}
+	if err := outer.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, 30*time.Second, as...)
+	p.Wait()
 }

@@ -3,6 +3,12 @@
 package custody
 
 import (
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+
 	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/supervise"
 )
@@ -37,7 +43,45 @@ func (o *Owner) uncover(s *scope.Scope) error {
 	if d := s.Desc(); d.Kind == scope.KindCgroup {
 		return o.Supervisor.UnregisterCgroup(d.Cgroup)
 	}
-	return o.Supervisor.Unregister(s.PGID())
+	err := o.Supervisor.Unregister(s.PGID())
+	if o.outer != nil {
+		err = errors.Join(err, o.outer.Unregister(s.PGID()))
+	}
+	return err
+}
+
+// outerFromEnv returns the outer owner's supervisor this process was started under (see
+// [supervise.EnvOuter]), or nil when it runs in no outer owner's process-group scope.
+func outerFromEnv() *supervise.Outer {
+	if p := os.Getenv(supervise.EnvOuter); p != "" {
+		return &supervise.Outer{Path: p}
+	}
+	return nil
+}
+
+// stampOuter names this owner's supervisor to a process-group child, which registers the groups
+// it owns there too if it is an owner itself: process groups do not nest, and without it an
+// inner scope's residue would outlive this owner. A cgroup child gets no name (its scopes nest
+// below its own cgroup), nor an inherited one: only the nearest owner is named.
+func (o *Owner) stampOuter(cmd *exec.Cmd, cgroup string) {
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, supervise.EnvOuter+"=") })
+	if cgroup != "" {
+		return
+	}
+	if p := o.Supervisor.NestSocket(); p != "" {
+		cmd.Env = append(cmd.Env, supervise.EnvOuter+"="+p)
+	}
+}
+
+// coverOuter registers a process-group child's group with the outer owner's supervisor too, when
+// this owner is nested: the outer owner's death then stops it even when this owner and its own
+// supervisor are gone. A refusal fails the start: the child would be uncovered by the outer scope.
+func (o *Owner) coverOuter(s *scope.Scope) error {
+	if o.outer == nil || s.Kind() == scope.KindCgroup {
+		return nil
+	}
+	l := s.Leader()
+	return o.outer.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID})
 }
 
 func (o *Owner) uncoverPrepared(path string) {

@@ -1,6 +1,11 @@
 package custody
 
-import "github.com/custody-dev/custody/scope"
+import (
+	"os/exec"
+
+	"github.com/custody-dev/custody/scope"
+	"github.com/custody-dev/custody/supervise"
+)
 
 // On Windows the job object is the cover: the owner holds its only handle, and the kernel closes
 // it when the owner dies, killing every process in the job (KILL_ON_JOB_CLOSE). No supervisor.
@@ -14,3 +19,10 @@ func (o *Owner) uncoverPrepared(string) {}
 func (o *Owner) cover(*scope.Scope) error { return nil }
 
 func (o *Owner) uncover(*scope.Scope) error { return nil }
+
+func outerFromEnv() *supervise.Outer { return nil }
+
+// stampOuter does nothing: nested jobs nest by themselves.
+func (o *Owner) stampOuter(*exec.Cmd, string) {}
+
+func (o *Owner) coverOuter(*scope.Scope) error { return nil }

@@ -37,6 +37,7 @@ type Owner struct {
 	once    sync.Once
 	initErr error
 	self    procid.Incarnation
+	outer   *supervise.Outer // the outer owner's supervisor, for a nested owner on the process-group path
 }
 
 // StartOptions describes one child.
@@ -78,6 +79,7 @@ func (o *Owner) init() error {
 		if o.Supervisor == nil {
 			o.Supervisor = &supervise.Client{}
 		}
+		o.outer = outerFromEnv()
 		o.self, o.initErr = procid.Self()
 	})
 	return o.initErr
@@ -131,6 +133,7 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
+	o.stampOuter(cmd, cg)
 	// The ledger lock is taken before the child starts, so that a stalled holder fails the start
 	// while the child has not run. The rest of the write is prepared while the child execs (read,
 	// prune, the kept rows written into the temporary file), so that recording the row after the
@@ -210,6 +213,9 @@ func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate
 		return nil, err
 	}
 	c.covered = true
+	if err = o.coverOuter(c.scope); err != nil {
+		return nil, err
+	}
 	if err = g.open(); err != nil {
 		return nil, fmt.Errorf("open gate: %w", err)
 	}

@@ -120,6 +120,7 @@ type Client struct {
 	retry   *time.Timer     // the pending restart after a loss
 	err     error           // the loss in progress: the covered set is not covered; nil once it is
 	closed  bool
+	nestDir string         // the directory of the supervisors' nest socket, made once
 	buf     []byte         // replay scratch
 	waiters sync.WaitGroup // one per supervisor not yet reaped
 
@@ -308,6 +309,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	c.waiters.Wait()
+	c.removeNest()
 	return nil
 }
 

@@ -15,3 +15,8 @@ func ownGroup() int { return 0 }
 func (c *Client) spawn() (*proc, error) {
 	return nil, fmt.Errorf("start supervisor on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
+
+// NestSocket returns "": there is no supervisor here.
+func (c *Client) NestSocket() string { return "" }
+
+func (c *Client) removeNest() {}

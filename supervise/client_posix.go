@@ -102,6 +102,9 @@ func (c *Client) command() (*exec.Cmd, error) {
 	pgid := strconv.Itoa(ownGroup())
 	grace := c.grace().String()
 	env := append(environ(), EnvReadyFD+"="+strconv.Itoa(readyFD))
+	if path := c.nestPathLocked(); path != "" {
+		env = append(env, EnvNestSocket+"="+path)
+	}
 	if len(c.Command) > 0 {
 		path, err := exec.LookPath(c.Command[0])
 		if err == nil {
@@ -151,6 +154,57 @@ func environ() []string {
 	env := os.Environ()
 	return slices.DeleteFunc(env, func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD
+		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket
 	})
+}
+
+// nestPathLocked returns the path of the nest socket for the next supervisor (see [EnvNestSocket]),
+// in a directory of mode 0700 the client makes once, or "" when none can be made (nested owners
+// then cannot register, and say so). A socket a killed supervisor left is removed first: the
+// directory is the client's, and only its supervisors listen there.
+func (c *Client) nestPathLocked() string {
+	if c.nestDir != "" && !ownPrivateDir(c.nestDir) {
+		c.nestDir = "" // a supervisor that exited removed it; a fresh one is made
+	}
+	if c.nestDir == "" {
+		dir, err := os.MkdirTemp("", "custody-nest-")
+		if err != nil {
+			c.logger().Warn("supervise: nest socket directory", "err", err)
+			return ""
+		}
+		c.nestDir = dir
+	}
+	path := filepath.Join(c.nestDir, "s")
+	os.Remove(path)
+	return path
+}
+
+// NestSocket returns the nest socket of the running supervisor, the value for a child's
+// [EnvOuter], or "" when none runs.
+func (c *Client) NestSocket() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sup == nil || c.nestDir == "" {
+		return ""
+	}
+	return filepath.Join(c.nestDir, "s")
+}
+
+// removeNest removes the nest directory once every supervisor has exited.
+func (c *Client) removeNest() {
+	if c.nestDir != "" {
+		os.Remove(filepath.Join(c.nestDir, "s"))
+		os.Remove(c.nestDir)
+	}
+}
+
+// ownPrivateDir reports whether dir is still a directory of this user's with mode 0700: a name
+// that another process took after the supervisor removed the directory is never listened in.
+func ownPrivateDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }

@@ -38,6 +38,10 @@
 // a token the owner reserved, its peer credentials and start proving who it is: see [RunSocket]
 // and [ServeSocket].
 //
+// Nested owners on the process-group path: a supervisor [Run] with $CUSTODY_SUPERVISOR_NEST_SOCKET
+// ([EnvNestSocket]) set also listens there, and takes a nested owner's own groups, proven to be
+// started by a process in a group it covers; see [Outer] and [EnvOuter].
+//
 // The server is [Serve]; [Run] wraps it as a process body, and [Init] runs it when a program
 // re-executes itself as its own supervisor. The owner's side is [Client]: it starts the
 // supervisor at the first [Client.Register], keeps the covered set, restarts the supervisor and

@@ -23,6 +23,9 @@ func run(cfg Config) error {
 	if err := signalReady(); err != nil {
 		return err
 	}
+	if path := os.Getenv(EnvNestSocket); path != "" {
+		return runNest(context.Background(), os.Stdin, path, cfg)
+	}
 	return Serve(context.Background(), os.Stdin, cfg)
 }
 

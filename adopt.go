@@ -77,7 +77,8 @@ func parseOffer(s string) (offer, error) {
 // spawner become this process), covers the child's scope with its own supervisor (Windows: a
 // handle of its own on the child's job), and returns once the giver has let go. From then on the
 // child dies with this owner, and [Child.Stop], [Child.Signal] and [Child.Release] work as for
-// a child this owner started; [Child.Cmd] is nil.
+// a child this owner started, and [Owner.Close] stops it. After Close, Adopt returns an error
+// wrapping [ErrClosed].
 //
 // The grant is refused, with nothing changed, when it is malformed (an error wrapping
 // [ErrGrantMalformed]), expired ([ErrGrantExpired]), forged, used, another user's, for a child
@@ -89,6 +90,10 @@ func parseOffer(s string) (offer, error) {
 // its supervisor stops the child: the failure leaves no process uncovered, and Adopt still
 // returns the child, which is then seen to exit.
 func (o *Owner) Adopt(ctx context.Context, grant string) (*Child, error) {
+	if err := o.begin(); err != nil {
+		return nil, fmt.Errorf("custody: adopt: %w", err)
+	}
+	defer o.ops.Done()
 	c, err := o.redeem(ctx, grant)
 	if err != nil {
 		return nil, fmt.Errorf("custody: adopt: %w", err)
@@ -97,9 +102,6 @@ func (o *Owner) Adopt(ctx context.Context, grant string) (*Child, error) {
 }
 
 func (o *Owner) redeem(ctx context.Context, grant string) (*Child, error) {
-	if err := o.init(); err != nil {
-		return nil, err
-	}
 	tok, err := parseGrant(grant)
 	if err != nil {
 		return nil, err
@@ -139,6 +141,7 @@ func (o *Owner) redeem(ctx context.Context, grant string) (*Child, error) {
 		c.abandon()
 		return nil, err
 	}
+	o.track(c) // before its watcher may release it
 	go c.watch()
 	return c, nil
 }

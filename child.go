@@ -17,13 +17,10 @@ import (
 
 // Child is an owned child process and its scope.
 type Child struct {
-	// Cmd is the command [Owner.Start] started, for its Process and, after the exit, its
-	// ProcessState; nil for an adopted child. Do not call its Wait: Start's reaper already has,
-	// and os/exec refuses a second call. [Child.Wait] returns what that Wait returned.
-	Cmd *exec.Cmd
 	// ID is the child's incarnation, read at spawn.
 	ID procid.ID
 
+	cmd     *exec.Cmd // the command Owner.Start started, waited by reap alone; nil when adopted
 	owner   *Owner
 	scope   *scope.Scope
 	proc    *authority.Process
@@ -53,7 +50,7 @@ type Child struct {
 // descriptor for every child it ever started. A scope with members left stays covered until
 // [Child.Stop] or [Child.Release].
 func (c *Child) reap() {
-	c.waitErr = c.Cmd.Wait()
+	c.waitErr = c.cmd.Wait()
 	close(c.done)
 	<-c.adopted // a failed start undoes its own work
 	if c.ok {
@@ -74,7 +71,10 @@ func (c *Child) settle() {
 	}
 }
 
-// Wait waits for the child (the scope's leader) to exit and returns what [exec.Cmd.Wait] did.
+// Wait waits for the child (the scope's leader) to exit and returns what [exec.Cmd.Wait] did: nil
+// for a zero exit status, an [*exec.ExitError] (with its ExitCode) otherwise. For an adopted child
+// it returns nil, an [*ExitError] or an error wrapping [ErrExitUnknown] (see [Owner.Adopt]). It
+// may be called any number of times, from any goroutine.
 // Other members of its scope may still run: [Child.Stop] ends them. When none did, the child is
 // released by itself soon after (see [Child.Release]).
 func (c *Child) Wait() error {
@@ -155,6 +155,7 @@ func (c *Child) releaseLocked(ctx context.Context) error {
 		return fmt.Errorf("custody: release pid %d: %v: %w", c.ID.PID, c.scope, errOccupied)
 	}
 	c.released = true
+	c.owner.untrack(c)
 	err := errors.Join(c.owner.uncover(c.scope), c.dropRow(ctx), c.proc.Close(), c.scope.Close())
 	if err != nil {
 		c.releaseErr = fmt.Errorf("custody: release pid %d: %w", c.ID.PID, err)
@@ -191,11 +192,11 @@ func (c *Child) abort() {
 	if c.scope != nil {
 		c.scope.Signal(os.Kill)
 	}
-	c.Cmd.Process.Kill()
+	c.cmd.Process.Kill()
 	if c.reaping {
 		<-c.done
 	} else {
-		c.Cmd.Wait()
+		c.cmd.Wait()
 	}
 	if c.proc != nil {
 		c.proc.Close()

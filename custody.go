@@ -7,6 +7,7 @@
 //	func main() {
 //		custody.Init() // turns this binary into its own owner-death supervisor when re-executed as one
 //		owner := &custody.Owner{}
+//		defer owner.Close() // stops and releases every child still held, ends the supervisor
 //		child, err := owner.Start(ctx, exec.Command("my-backend"), custody.StartOptions{Purpose: "serve"})
 //		…
 //		res := child.Stop(ctx, custody.StopOptions{}) // TERM its scope, grace, KILL; a typed outcome

@@ -155,7 +155,7 @@ func TestStart(t *testing.T) {
 		t.Errorf("row %+v", r)
 	}
 	// The child's pidfs id from the pidfd Go took at spawn, the owner's from one on itself.
-	if id, err := procid.HandleID(c.Cmd.Process); err == nil && (r.PidfdID == nil || *r.PidfdID != id ||
+	if id, err := procid.HandleID(custody.ChildProcess(c)); err == nil && (r.PidfdID == nil || *r.PidfdID != id ||
 		r.SpawnerPidfdID == nil || *r.SpawnerPidfdID != self.PidfdID || self.PidfdID == 0) {
 		t.Errorf("row's pidfs ids %v, %v; want the spawn handle's %d and the owner's %d", r.PidfdID, r.SpawnerPidfdID, id, self.PidfdID)
 	} else if err != nil && procid.PidfsError() == nil {

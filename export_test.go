@@ -1,6 +1,9 @@
 package custody
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // FailStartAt makes every start of the test fail at the named step after its child started
 // ("attach", "handle", "cover", "record"), until the test ends.
@@ -30,3 +33,6 @@ func Ungated(f func()) {
 	defer func() { noGate = false }()
 	f()
 }
+
+// ChildProcess returns the started child's os.Process, which the API keeps to itself.
+func ChildProcess(c *Child) *os.Process { return c.cmd.Process }

@@ -72,6 +72,7 @@ func (c *Child) handOff(conn *net.UnixConn, r *bufio.Reader, receiver int) Trans
 		return fail(err.Error())
 	}
 	c.released, c.handedTo = true, receiver
+	c.owner.untrack(c) // the receiver's now: the giver's Close leaves it alone
 	res := TransferResult{Outcome: Transferred, Receiver: receiver}
 	// Release, not Close: the scope is the receiver's now, and closing a cgroup kills it.
 	if err := errors.Join(c.owner.uncover(c.scope), c.proc.Close(), c.scope.Release()); err != nil {

@@ -20,6 +20,7 @@ import (
 // Owner starts and owns child processes. The zero Owner is ready to use: it records children in
 // the default ledger, stamps the default tag variable, and (Unix) starts its supervisor at the
 // first child. Set fields before the first Start. Methods are safe for concurrent use.
+// [Owner.Close] ends its custody of every child it holds.
 type Owner struct {
 	// Ledger records each child; nil opens the default ledger (see [ledger.Resolve]).
 	Ledger *ledger.Ledger
@@ -29,15 +30,29 @@ type Owner struct {
 	// TagEnv names the spawn tag variable; empty means [tag.EnvName]("").
 	TagEnv string
 	// Supervisor covers children on Unix; nil starts one that re-executes this binary (which
-	// must call [Init] first thing in main). Unused on Windows, where the job handle covers.
+	// must call [Init] first thing in main), and [Owner.Close] closes it. One set here is the
+	// caller's to close. Unused on Windows, where the job handle covers.
 	// A supervisor that dies is replaced; set the client's Notify to hear of each loss of
 	// coverage and its end, or poll its Err (see [supervise.Client]).
 	Supervisor *supervise.Client
+	// Stop is how [Owner.Close] stops the children still running; the zero value uses the
+	// defaults.
+	Stop StopOptions
 
 	once    sync.Once
 	initErr error
 	self    procid.Incarnation
 	outer   *supervise.Outer // the outer owner's supervisor, for a nested owner on the process-group path
+	ownSup  bool             // init made the Supervisor: it is the owner's to close
+
+	mu       sync.Mutex
+	inited   bool                // a Start or an Adopt was admitted
+	closed   bool                // Close was called: no Start or Adopt is admitted
+	children map[*Child]struct{} // started or adopted; removed when released or handed over
+	ops      sync.WaitGroup      // Starts and Adopts under way
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // StartOptions describes one child.
@@ -78,6 +93,7 @@ func (o *Owner) init() error {
 		}
 		if o.Supervisor == nil {
 			o.Supervisor = &supervise.Client{}
+			o.ownSup = true
 		}
 		o.outer = outerFromEnv()
 		o.self, o.initErr = procid.Self()
@@ -94,12 +110,19 @@ func (o *Owner) init() error {
 //
 // ctx bounds Start itself (the wait for the ledger lock and the write of the row), not the
 // child: unlike [exec.CommandContext], its end kills nothing once Start has returned. Stop the
-// child with [Child.Stop]. Do not call cmd.Wait: Start's reaper has, and os/exec refuses a second
-// Wait; use [Child.Wait].
+// child with [Child.Stop].
+//
+// Start takes cmd over: the Child speaks for it from then on. Its reaper calls cmd.Wait, so the
+// caller must not (a second Wait is refused by os/exec, and one that raced the reaper's could
+// take the exit status from it); [Child.Wait] returns what cmd.Wait did. Nor should the caller
+// use cmd.Process: [Child.Signal] and [Child.Stop] act on the whole scope with proven authority,
+// and [Child.ID] names the child. After [Owner.Close], Start returns an error wrapping
+// [ErrClosed].
 func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*Child, error) {
-	if err := o.init(); err != nil {
+	if err := o.begin(); err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
+	defer o.ops.Done()
 	purpose := opts.Purpose
 	if purpose == "" {
 		purpose = "helper"
@@ -178,12 +201,14 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 // once the child is covered.
 func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate, inCgroup bool, purpose string, opts StartOptions) (_ *Child, err error) {
 	// Not a named result: "return nil, err" would zero it before the deferred abort reads it.
-	c := &Child{Cmd: cmd, owner: o, done: make(chan struct{}), adopted: make(chan struct{})}
+	c := &Child{cmd: cmd, owner: o, done: make(chan struct{}), adopted: make(chan struct{})}
 	defer func() {
 		g.close() // a gate never opened ends its child without running the program
 		if err != nil {
 			c.abort()
 			w.abort()
+		} else {
+			o.track(c) // before its reaper may release it
 		}
 		c.ok = err == nil
 		close(c.adopted)
@@ -292,7 +317,7 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	}
 	inc.PidfdID = c.ID.PidfdID // from the pidfd Go took at spawn (see scope.Attach)
 	o := c.owner
-	row := ledger.NewChildRow(inc, o.self, c.Cmd.Args)
+	row := ledger.NewChildRow(inc, o.self, c.cmd.Args)
 	d := c.scope.Desc()
 	row.Purpose, row.Install, row.Scope = purpose, o.Install, string(d.Kind)
 	row.Containment = d.Kind.Containment()

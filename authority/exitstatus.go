@@ -21,8 +21,9 @@ var ErrNoExitStatus = errors.New("authority: exit status not reported to a non-p
 // ExitStatus returns how the process ended, once it has exited and its parent has reaped it, for
 // a caller that is not its parent. Linux 6.15+ keeps the status of a reaped process with its
 // pidfs inode, and PIDFD_GET_INFO with PIDFD_INFO_EXIT reads it through the pidfd; ExitStatus
-// waits up to ctx for the parent's reap, which is what makes the status appear. Elsewhere, and
-// when ctx ends first, the error wraps [ErrNoExitStatus].
+// waits up to ctx for the parent's reap, which is what makes the status appear. Windows tells
+// the exit code to any holder of a handle, once the process has exited (Signal is then 0).
+// Elsewhere, and when ctx ends first, the error wraps [ErrNoExitStatus].
 func (p *Process) ExitStatus(ctx context.Context) (ExitStatus, error) {
 	if p.closed.Load() {
 		return ExitStatus{}, p.errClosed("exit status")

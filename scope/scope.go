@@ -32,7 +32,8 @@
 //     below its own (nested): the outer teardown reaches them, the inner one only its subtree.
 //   - Windows: the job dies with its last handle. Custody's handle is not inheritable and the job
 //     has no name, so the owner holds the only one (short of another process duplicating it out
-//     of the owner, which needs PROCESS_DUP_HANDLE on the owner): when the owner exits — cleanly,
+//     of the owner, which needs PROCESS_DUP_HANDLE on the owner; an ownership transfer duplicates
+//     it into the receiver with [Scope.ShareJob], and the giver then closes its own): when the owner exits — cleanly,
 //     by crash or by TerminateProcess — the kernel closes it and kills every process in the job.
 //     A descendant leaves the job only with CREATE_BREAKAWAY_FROM_JOB under a job that allows
 //     breakaway, which custody's never does. An owner inside a job nests its jobs in it.

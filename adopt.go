@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"time"
 
 	"github.com/custody-dev/custody/authority"
@@ -54,7 +54,8 @@ type offer struct {
 	Cgroup   string `json:"cgroup,omitempty"`
 	CgroupID uint64 `json:"cgroup_id,omitempty"`
 	// Job is, on Windows, the value of the handle on the child's job that the giver duplicated
-	// into the receiver.
+	// into the receiver. adoptScope takes it, and dropOffer closes it on the paths that do not
+	// reach adoptScope: a refused receiver must hold no handle keeping the job alive.
 	Job uint64 `json:"job,omitempty"`
 }
 
@@ -67,7 +68,7 @@ func (o offer) desc(leader procid.ID) scope.Desc {
 func parseOffer(s string) (offer, error) {
 	var o offer
 	if err := json.Unmarshal([]byte(s), &o); err != nil || o.PID <= 1 || o.Start == 0 {
-		return offer{}, fmt.Errorf("giver's offer %q: malformed", s)
+		return o, fmt.Errorf("giver's offer %q: malformed", s) // o: what of it decoded, for dropOffer
 	}
 	return o, nil
 }
@@ -131,6 +132,7 @@ func (o *Owner) redeem(ctx context.Context, grant string) (*Child, error) {
 	}
 	off, err := parseOffer(line)
 	if err != nil {
+		dropOffer(off)
 		return nil, err
 	}
 	c, err := o.take(ctx, off)
@@ -158,6 +160,7 @@ func refusal(err error) error {
 func (o *Owner) take(ctx context.Context, off offer) (_ *Child, err error) {
 	proc, err := o.prove(off)
 	if err != nil {
+		dropOffer(off) // adoptScope, which takes the offer's job handle, is not reached
 		return nil, err
 	}
 	// Not a named result: "return nil, err" would zero it before the deferred abandon reads it.
@@ -228,7 +231,7 @@ func (o *Owner) receipt(ctx context.Context, id procid.ID) (ledger.Row, error) {
 
 // confirm tells the giver that the receipt is written and the scope covered, and waits for it to
 // let go. A giver that refuses has found no receipt; one that vanishes has read it (see Adopt).
-func (c *Child) confirm(conn net.Conn, r *bufio.Reader) error {
+func (c *Child) confirm(conn io.Writer, r *bufio.Reader) error {
 	if _, err := fmt.Fprintf(conn, "covered\n"); err != nil {
 		return fmt.Errorf("%w: its giver is gone: %v", ErrGrantRefused, err)
 	}

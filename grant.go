@@ -18,7 +18,8 @@ import (
 //
 // The object's fields:
 //
-//	sock     the giver's socket: a Unix socket in a directory of its own, mode 0700
+//	sock     the giver's socket: a Unix socket in a directory of its own, mode 0700; on Windows
+//	         a named pipe \\.\pipe\custody-grant-<random> open to the giver's user alone
 //	giver    the giver's PID; the receiver checks that the socket's peer is that process
 //	ledger   the ledger the receipt goes into; the receiver must use the same one
 //	secret   32 random bytes, base64url: what the giver compares, in constant time
@@ -28,7 +29,8 @@ import (
 // environment is minted before that command exists. The giver serves one child only and names it
 // (its incarnation and scope) to a receiver that has presented the secret over the socket, whose
 // peer credentials both sides check. The secret is a bearer token only for the giver's own user:
-// another user cannot open the socket's directory, and the giver refuses a peer of another uid.
+// another user cannot open the socket's directory (the pipe, on Windows), and the giver refuses a
+// peer of another uid (another user SID).
 const grantPrefix = "custody-grant-v1:"
 
 // maxGrantLen bounds a grant string before it is decoded: a grant is a few hundred bytes.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
@@ -36,7 +35,7 @@ func (c *Child) handable() error {
 // handOff is the giver's side of a redemption whose secret was right: it names the child to the
 // receiver, waits for its word that the receipt is written and the scope covered, checks the
 // receipt in the ledger, and only then releases its own coverage. Any failure keeps the child.
-func (c *Child) handOff(conn *net.UnixConn, r *bufio.Reader, receiver int) TransferResult {
+func (c *Child) handOff(conn grantConn, r *bufio.Reader, receiver int) TransferResult {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
 	fail := func(why string) TransferResult {

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -32,6 +32,19 @@ import (
 // child that was still the giver's. Between the receipt and the receiver's cover the giver still
 // covers the child; a receiver that dies there leaves it with the giver, which writes its own
 // name back into the row.
+
+// grantConn is one connection of a redemption: a Unix socket, or on Windows a named pipe.
+type grantConn interface {
+	io.ReadWriteCloser
+	SetDeadline(time.Time) error
+}
+
+// grantListener is the giver's end: accept returns the next connection; Close makes a pending
+// or later accept fail.
+type grantListener interface {
+	accept() (grantConn, error)
+	Close() error
+}
 
 // DefaultGrantTTL is how long a grant is served when [GrantOptions.TTL] is zero.
 const DefaultGrantTTL = 60 * time.Second
@@ -82,7 +95,7 @@ type TransferResult struct {
 type Grant struct {
 	owner  *Owner
 	tok    grantToken
-	ln     *net.UnixListener
+	ln     grantListener
 	dir    string
 	bound  chan *Child   // receives the child once, when it is known
 	cancel chan struct{} // closed by Cancel
@@ -100,13 +113,13 @@ func (o *Owner) newGrant(opts GrantOptions) (*Grant, error) {
 	if ttl <= 0 {
 		ttl = DefaultGrantTTL
 	}
-	ln, dir, err := listenGrant()
+	ln, addr, dir, err := listenGrant()
 	if err != nil {
 		return nil, fmt.Errorf("grant: %w", err)
 	}
 	g := &Grant{owner: o, ln: ln, dir: dir, bound: make(chan *Child, 1), cancel: make(chan struct{}),
 		done: make(chan struct{})}
-	g.tok = grantToken{Sock: ln.Addr().String(), Giver: os.Getpid(), Ledger: o.Ledger.Path(), Secret: newSecret(),
+	g.tok = grantToken{Sock: addr, Giver: os.Getpid(), Ledger: o.Ledger.Path(), Secret: newSecret(),
 		Expires: time.Now().Add(ttl).UnixMilli()}
 	go g.serve()
 	return g, nil
@@ -114,8 +127,7 @@ func (o *Owner) newGrant(opts GrantOptions) (*Grant, error) {
 
 // Grant mints a grant for the running child c: the string to hand a receiver is
 // [Grant.String]; [Grant.Wait] tells what became of it. Minting changes nothing until a receiver
-// redeems it. It fails for a child that has exited or been handed over, and on Windows (where it
-// returns an error wrapping [errors.ErrUnsupported]).
+// redeems it. It fails for a child that has exited or been handed over.
 func (c *Child) Grant(opts GrantOptions) (*Grant, error) {
 	if err := c.handable(); err != nil {
 		return nil, fmt.Errorf("custody: grant pid %d: %w", c.ID.PID, err)
@@ -190,7 +202,7 @@ func (g *Grant) serve() {
 	defer close(stopWatch)
 	go g.watch(c, expiry.C, stopWatch)
 	for {
-		conn, err := g.ln.AcceptUnix()
+		conn, err := g.ln.accept()
 		if err != nil {
 			g.res = g.ended(err)
 			return
@@ -234,17 +246,13 @@ func (g *Grant) ended(err error) TransferResult {
 // handle serves one connection. It reports consumed once the peer presented the secret: from then
 // on the grant is spent, whatever the redemption's end. A peer of another user or with a wrong
 // secret is refused and the grant stays served.
-func (g *Grant) handle(conn *net.UnixConn, c *Child) (res TransferResult, consumed bool) {
+func (g *Grant) handle(conn grantConn, c *Child) (res TransferResult, consumed bool) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	r := bufio.NewReaderSize(conn, maxLine)
-	peer, err := peerCred(conn)
+	peer, err := checkPeer(conn)
 	if err != nil {
-		refuse(conn, "peer credentials: "+err.Error())
-		return res, false
-	}
-	if peer.uid != os.Geteuid() {
-		refuse(conn, fmt.Sprintf("the grant is uid %d's, not uid %d's", os.Geteuid(), peer.uid))
+		refuse(conn, err.Error())
 		return res, false
 	}
 	secret, err := readField(r, "redeem")
@@ -257,7 +265,7 @@ func (g *Grant) handle(conn *net.UnixConn, c *Child) (res TransferResult, consum
 		refuse(conn, "expired")
 		return TransferResult{Outcome: Expired, Reason: "presented after its expiry"}, true
 	}
-	return c.handOff(conn, r, peer.pid), true
+	return c.handOff(conn, r, peer), true
 }
 
 // grantEnv mints the grant [StartOptions.GrantEnv] asks for and puts it in cmd's environment.

@@ -1,11 +1,10 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !windows
 
 package custody
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"runtime"
 
 	"github.com/custody-dev/custody/procid"
@@ -14,13 +13,13 @@ import (
 
 var errNoTransfer = fmt.Errorf("ownership transfer on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 
-func listenGrant() (*net.UnixListener, string, error) { return nil, "", errNoTransfer }
+func listenGrant() (grantListener, string, string, error) { return nil, "", "", errNoTransfer }
 
-func dialGrant(grantToken) (*net.UnixConn, error) { return nil, errNoTransfer }
+func dialGrant(grantToken) (grantConn, error) { return nil, errNoTransfer }
 
-type cred struct{ pid, uid int }
+func checkPeer(grantConn) (int, error) { return 0, errNoTransfer }
 
-func peerCred(*net.UnixConn) (cred, error) { return cred{}, errNoTransfer }
+func dropOffer(offer) {}
 
 func (c *Child) shareJob(int) (uint64, error) { return 0, errNoTransfer }
 

@@ -27,24 +27,30 @@ import (
 //	                    registration names the leader's incarnation, and any process of the
 //	                    same user may signal the group
 
-// listenGrant listens on a socket in a new directory of the giver's own.
-func listenGrant() (*net.UnixListener, string, error) {
+// unixListener is the giver's socket.
+type unixListener struct{ *net.UnixListener }
+
+func (l unixListener) accept() (grantConn, error) { return l.AcceptUnix() }
+
+// listenGrant listens on a socket in a new directory of the giver's own, and returns it with
+// the socket's path and the directory.
+func listenGrant() (grantListener, string, string, error) {
 	dir, err := os.MkdirTemp("", "custody-grant-")
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return ln, dir, nil
+	return unixListener{ln}, ln.Addr().String(), dir, nil
 }
 
 // dialGrant connects to the giver's socket and checks that the listener is the giver the grant
 // names and of this user: a socket put in its place by anyone else is refused before the secret
 // is sent.
-func dialGrant(tok grantToken) (*net.UnixConn, error) {
+func dialGrant(tok grantToken) (grantConn, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: tok.Sock, Net: "unix"})
 	switch {
 	case errors.Is(err, os.ErrPermission):
@@ -70,6 +76,19 @@ func dialGrant(tok grantToken) (*net.UnixConn, error) {
 
 type cred struct{ pid, uid int }
 
+// checkPeer returns the PID of the receiver on conn, or why it is refused: its credentials
+// cannot be read, or it is another user.
+func checkPeer(conn grantConn) (int, error) {
+	peer, err := peerCred(conn.(*net.UnixConn))
+	if err != nil {
+		return 0, fmt.Errorf("peer credentials: %w", err)
+	}
+	if peer.uid != os.Geteuid() {
+		return 0, fmt.Errorf("the grant is uid %d's, not uid %d's", os.Geteuid(), peer.uid)
+	}
+	return peer.pid, nil
+}
+
 // peerCred returns the credentials of conn's peer.
 func peerCred(conn *net.UnixConn) (cred, error) {
 	rc, err := conn.SyscallConn()
@@ -86,6 +105,9 @@ func peerCred(conn *net.UnixConn) (cred, error) {
 
 // shareJob: Unix scopes need no handle; the receiver opens them from their description.
 func (c *Child) shareJob(int) (uint64, error) { return 0, nil }
+
+// dropOffer: a Unix offer holds nothing.
+func dropOffer(offer) {}
 
 // adoptScope rebuilds the offered scope on the receiver's side and proves it: a process group by
 // its leader, a cgroup by its path and id.

@@ -35,12 +35,15 @@ another user's, for a child that has exited, or when its giver is gone (a giver'
 child with it). The ledger must be the one the grant names: the giver looks for the receipt there.
 
 custody is not the adopted child's parent: it sees the child exit, and exits with its status
-(its exit code, or 128+N for signal N) where the OS reports it to a non-parent: Linux 6.15 and
-later, once the child's parent has reaped it (custody waits up to a second for that). Where the OS
-does not (macOS, older Linux), custody exits 5 rather than claim a status it does not know.
+(its exit code, or 128+N for signal N) where the OS reports it to a non-parent: Windows, through
+custody's handle on the child; Linux 6.15 and later, once the child's parent has reaped it
+(custody waits up to a second for that). Where the OS does not (macOS, older Linux), custody
+exits 5 rather than claim a status it does not know. On Windows the grant is redeemed over the
+giver's named pipe, and the giver duplicates its handle on the child's job into custody, which is
+the cover: the job dies with custody's handle.
 
 EXIT STATUS
-  N       the child's exit code (Linux 6.15+)
+  N       the child's exit code (Windows; Linux 6.15+)
   128+N   the child was killed by signal N (Linux 6.15+)
   5       the child exited; its status is reported to its parent alone
   1       the grant was refused or custody could not take the child; nothing changed

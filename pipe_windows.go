@@ -4,10 +4,15 @@ package custody
 //
 //	CreateNamedPipe      FILE_FLAG_FIRST_PIPE_INSTANCE fails when the name exists already, so a
 //	                     pipe made under the name by anyone before the giver is never taken for
-//	                     the giver's; nMaxInstances 1: nobody adds an instance beside the giver's
-//	                     while it exists; PIPE_REJECT_REMOTE_CLIENTS refuses other machines
+//	                     the giver's; PIPE_REJECT_REMOTE_CLIENTS refuses other machines
+//	a pipe name          exists while any instance of it does: a client that opens it when none
+//	                     is left gets ERROR_FILE_NOT_FOUND, as for a giver that is gone. So the
+//	                     giver makes the next instance as soon as a client takes the current one
+//	                     (two at most: the one served, the one waiting), and a receiver coming
+//	                     after a refused one never finds the name missing
 //	ConnectNamedPipe     overlapped: completes when a client opens the instance (or reports
-//	                     ERROR_PIPE_CONNECTED when one did before the call)
+//	                     ERROR_PIPE_CONNECTED when one did before the call, ERROR_NO_DATA when
+//	                     one opened it and closed it again before the call)
 //	CreateFile on a pipe ERROR_FILE_NOT_FOUND when no instance exists (the giver is gone or has
 //	                     stopped listening), ERROR_PIPE_BUSY while the one instance is taken,
 //	                     ERROR_ACCESS_DENIED when the DACL refuses the caller
@@ -15,6 +20,7 @@ package custody
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -27,6 +33,9 @@ import (
 )
 
 const pipePrefix = `\\.\pipe\custody-grant-`
+
+// pipeInstances: the instance being served and the one waiting for the next client.
+const pipeInstances = 2
 
 // pipeBusyWait bounds how long a receiver waits for the giver's one instance while another
 // connection (a refused one: wrong secret, another user) holds it.
@@ -91,24 +100,54 @@ func (l *pipeListener) instance(flags uint32) (windows.Handle, error) {
 	h, err := windows.CreateNamedPipe(name,
 		windows.PIPE_ACCESS_DUPLEX|windows.FILE_FLAG_OVERLAPPED|flags,
 		windows.PIPE_TYPE_BYTE|windows.PIPE_READMODE_BYTE|windows.PIPE_WAIT|windows.PIPE_REJECT_REMOTE_CLIENTS,
-		1, maxLine, maxLine, 0, l.sa)
+		pipeInstances, maxLine, maxLine, 0, l.sa)
 	if err != nil {
 		return 0, os.NewSyscallError("CreateNamedPipe", err)
 	}
 	return h, nil
 }
 
-// accept waits for a client on a fresh instance, or for Close.
+// accept waits for a client on a fresh instance, or for Close. A client that opened the
+// instance and closed it again before the giver served it (a receiver that refused the giver)
+// is no connection: its instance is dropped and the next one waits.
 func (l *pipeListener) accept() (grantConn, error) {
-	h, err := l.take()
-	if err != nil {
-		return nil, err
-	}
-	if err := l.connect(h); err != nil {
+	for {
+		h, err := l.take()
+		if err != nil {
+			return nil, err
+		}
+		err = l.connect(h)
+		if err == nil {
+			l.prepare()
+			return newPipeConn(h, l.name), nil
+		}
+		if clientLeft(err) {
+			l.prepare() // before the close: the name must not vanish in between
+			windows.CloseHandle(h)
+			continue
+		}
 		windows.CloseHandle(h)
 		return nil, err
 	}
-	return newPipeConn(h, l.name), nil
+}
+
+// clientLeft reports a connect that failed because its client had already closed its end.
+func clientLeft(err error) bool {
+	return errors.Is(err, windows.ERROR_NO_DATA) || errors.Is(err, windows.ERROR_BROKEN_PIPE) ||
+		errors.Is(err, windows.ERROR_PIPE_NOT_CONNECTED)
+}
+
+// prepare makes the instance the next client will open, unless closed. Failing, it leaves take
+// to make it.
+func (l *pipeListener) prepare() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ev, _ := windows.WaitForSingleObject(l.closed, 0); ev == windows.WAIT_OBJECT_0 || l.next != 0 {
+		return
+	}
+	if h, err := l.instance(0); err == nil {
+		l.next = h
+	}
 }
 
 // take returns the waiting instance, or a new one.

@@ -354,3 +354,56 @@ func TestTransferVoid(t *testing.T) {
 		t.Errorf("the child after its grant expired: %v", err)
 	}
 }
+
+// TestTransferSlot: a slot hands its generation to another slot, which keeps its number and
+// replaces it with the next; the giving slot stays fenced on it until it has exited.
+func TestTransferSlot(t *testing.T) {
+	ctx := context.Background()
+	a := &custody.Slot{Owner: newOwner(t), Purpose: "watcher"}
+	cmd, w := workerCmd(t)
+	g1, err := a.Replace(ctx, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupChild(t, g1) })
+	w.ready(t)
+	grant, gen, err := a.Grant(custody.GrantOptions{})
+	if err != nil || gen != 1 {
+		t.Fatalf("slot grant: generation %d, %v", gen, err)
+	}
+	recv := newOwner(t)
+	recv.Ledger = a.Owner.Ledger
+	b := &custody.Slot{Owner: recv, Purpose: "watcher"}
+	adopted, err := b.Adopt(ctx, grant.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := grant.Wait(ctx); res.Outcome != custody.Transferred {
+		t.Fatalf("the slot's grant ended %+v", res)
+	}
+	if cur, n := b.Current(); cur != adopted || n != 1 {
+		t.Fatalf("the adopting slot runs %p, generation %d; want the adopted one (%p), 1", cur, n, adopted)
+	}
+	cmd2, _ := workerCmd(t)
+	if _, err := a.Replace(ctx, cmd2); !isFenced(err) {
+		t.Fatalf("the giving slot replaced a generation it handed over: %v", err)
+	}
+	cmd3, w3 := workerCmd(t)
+	g2, err := b.Replace(ctx, cmd3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupChild(t, g2) })
+	w3.ready(t)
+	if err := gone(adopted.ID); err != nil {
+		t.Errorf("the adopted generation after the adopting slot's Replace: %v", err)
+	}
+	if _, n := b.Current(); n != 2 {
+		t.Errorf("the adopting slot's generation %d, want 2", n)
+	}
+}
+
+func isFenced(err error) bool {
+	_, ok := errors.AsType[*custody.FencedError](err)
+	return ok
+}

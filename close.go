@@ -123,7 +123,7 @@ func (o *Owner) stopAll() []error {
 // closeStop stops c for Close and releases it. A child handed over meanwhile is not an error.
 func (c *Child) closeStop(opts StopOptions) error {
 	ctx := context.Background() // the stop is bounded by its grace and kill wait, the release by the ledger's LockTimeout
-	res := c.Stop(ctx, opts)
+	res := closeStop(c, ctx, opts)
 	if c.owned() != nil {
 		return nil
 	}
@@ -132,6 +132,10 @@ func (c *Child) closeStop(opts StopOptions) error {
 	}
 	return c.Release(ctx)
 }
+
+// closeStop is [Child.Stop]; tests make it fail, as a stop that cannot be made to time out on
+// demand would.
+var closeStop = (*Child).Stop
 
 // forsake ends custody of a child whose exit Close could not prove, as the owner's death would
 // (see [Owner.Close]): its handles are closed, a cgroup or a job with them, which kills what it

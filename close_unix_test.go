@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -230,5 +231,44 @@ func TestOwnerCloseSupervisorOfCaller(t *testing.T) {
 	}
 	if n, pid := sup.Covered(), sup.PID(); n != 0 || pid == 0 {
 		t.Errorf("after Close the caller's supervisor covers %d (pid %d); want it running, covering nothing", n, pid)
+	}
+}
+
+// TestOwnerCloseUnproven: a child whose stop Close cannot prove is named in Close's error, and
+// custody of it ends as on the owner's death: when Close returns, its scope has been killed
+// (its cgroup closed, or its group stopped by the supervisor Close closed), and its row stays for
+// a later reap to prove its end.
+func TestOwnerCloseUnproven(t *testing.T) {
+	t.Run("default", ownerCloseUnproven)
+	t.Run("pgrp", func(t *testing.T) {
+		t.Setenv(scope.EnvContainment, "process-group")
+		ownerCloseUnproven(t)
+	})
+}
+
+func ownerCloseUnproven(t *testing.T) {
+	led := ledgerPath(t)
+	o := &custody.Owner{Ledger: ledger.Open(led)} // its own supervisor, which Close closes
+	c, ids := startHanded(t, o)
+	sup := pidIncarnation(t, strconv.Itoa(o.Supervisor.PID()))
+	custody.FailCloseStops(t)
+	err := o.Close()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("pid %d: timed-out", c.ID.PID)) {
+		t.Fatalf("Close: %v; want the child's timed-out stop named", err)
+	}
+	procs := []procid.ID{ids[0], ids[1], sup}
+	if scopeOf(t, led, c.ID.PID) == "cgroup" {
+		procs = append(procs, ids[2])
+	}
+	for _, id := range procs {
+		if err := gone(id); err != nil {
+			t.Errorf("after Close: %v", err)
+		}
+	}
+	if rows := rowsOwnedBy(t, led, os.Getpid()); len(rows) != 1 || rows[0].PID != c.ID.PID {
+		t.Errorf("%d rows after Close; want the child's alone", len(rows))
+	}
+	if res := c.Stop(context.Background(), custody.StopOptions{}); res.Outcome != custody.AlreadyExited {
+		t.Errorf("Stop after Close: %+v; want already-exited, nothing signalled", res)
 	}
 }

@@ -1,6 +1,7 @@
 package custody
 
 import (
+	"context"
 	"os"
 	"testing"
 )
@@ -36,3 +37,11 @@ func Ungated(f func()) {
 
 // ChildProcess returns the started child's os.Process, which the API keeps to itself.
 func ChildProcess(c *Child) *os.Process { return c.cmd.Process }
+
+// FailCloseStops makes Close's stops report timed-out without signalling, until the test ends.
+func FailCloseStops(t testing.TB) {
+	closeStop = func(c *Child, _ context.Context, _ StopOptions) StopResult {
+		return StopResult{PID: c.ID.PID, Outcome: TimedOut, Reason: "made to fail by the test"}
+	}
+	t.Cleanup(func() { closeStop = (*Child).Stop })
+}

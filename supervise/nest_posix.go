@@ -20,7 +20,16 @@ import (
 const (
 	maxNested    = 1024
 	maxAncestors = 32
+	// nestWait is how long a registration whose peer is in no covered group yet waits for the
+	// owner's line that covers it, shorter than the nested owner's NestTimeout so that the
+	// refusal is answered.
+	nestWait = NestTimeout * 3 / 5
 )
+
+// errNotInScope is admit's answer for a peer in no covered group: the one refusal that may be
+// early, since the owner's line that covers the peer's group reaches the supervisor on another
+// path than the peer's connection.
+const errNotInScope = "peer is in no covered group"
 
 // nestRequest is one line from a nested owner's connection.
 type nestRequest struct {
@@ -29,26 +38,38 @@ type nestRequest struct {
 	peer  int    // the connected process, from its credentials
 	uid   int
 	reply chan bool // buffered
+	// expires ends the wait of a request whose peer is in no covered group yet.
+	expires time.Time
 }
 
 // nestServer is the server with the nest socket: by records which connection registered each
 // nested group.
 type nestServer struct {
 	*server
-	by map[int]uint64
+	by      map[int]uint64
+	waiting []nestRequest // requests waiting for the owner's line that covers their peer
 }
 
-// runNest serves stdin and the nest socket at path. A socket that cannot be made is logged, and
-// the supervisor serves its owner alone: nested owners then fail to register, and say so.
-func runNest(ctx context.Context, in io.Reader, path string, cfg Config) error {
+// listenNest makes the nest socket at path, or returns nil when path is empty or the socket
+// cannot be made; then the supervisor serves its owner alone, and nested owners, failing to
+// register, say so.
+func listenNest(path string, log *slog.Logger) *net.UnixListener {
+	if path == "" {
+		return nil
+	}
 	ln, err := listen(path)
 	if err != nil {
-		cfg.Logger.Warn("supervise: nest socket", "err", err)
-		return Serve(ctx, in, cfg)
+		log.Warn("supervise: nest socket", "err", err)
+		return nil
 	}
-	defer os.Remove(filepath.Dir(path)) // the client's directory, once empty
-	defer ln.Close()                    // removes the socket file
-	return serveNest(ctx, in, ln, cfg.withDefaults())
+	return ln
+}
+
+// closeNest removes the socket and then the client's directory, once empty.
+func closeNest(ln *net.UnixListener) {
+	path := ln.Addr().String()
+	ln.Close()
+	os.Remove(filepath.Dir(path))
 }
 
 func serveNest(ctx context.Context, in io.Reader, ln *net.UnixListener, cfg Config) error {
@@ -67,7 +88,11 @@ func serveNest(ctx context.Context, in io.Reader, ln *net.UnixListener, cfg Conf
 			select {
 			case ev = <-lines:
 			case r := <-reqs:
-				r.reply <- s.nested(r)
+				r.expires = time.Now().Add(nestWait)
+				s.answer(r)
+				continue
+			case <-s.nextExpiry():
+				s.retry()
 				continue
 			case <-ctx.Done():
 				return ctx.Err()
@@ -76,6 +101,7 @@ func serveNest(ctx context.Context, in io.Reader, ln *net.UnixListener, cfg Conf
 		switch {
 		case ev.err == nil:
 			s.handle(ev.line)
+			s.retry()
 		case ev.err == errLong:
 			s.log.Debug("supervise: ignored line", "reason", ev.err)
 		default:
@@ -88,27 +114,64 @@ func serveNest(ctx context.Context, in io.Reader, ln *net.UnixListener, cfg Conf
 	}
 }
 
-// nested answers a nested owner's line.
-func (s *nestServer) nested(r nestRequest) bool {
+// answer answers a nested owner's line, or keeps it waiting when its peer is in no covered group
+// yet: the owner covers a child's group before it lets the child run, but that line and the
+// child's connection reach the supervisor on two paths, and the order in which they are read
+// must not refuse a registration.
+func (s *nestServer) answer(r nestRequest) {
+	ok, why := s.nested(r)
+	if why == errNotInScope && time.Now().Before(r.expires) {
+		s.waiting = append(s.waiting, r)
+		return
+	}
+	if why != "" {
+		s.log.Warn("supervise: refused nested registration", "pgid", r.cmd.pgid, "peer", r.peer, "reason", why)
+	}
+	r.reply <- ok
+}
+
+// retry answers the waiting requests again, after an owner's line or an expiry.
+func (s *nestServer) retry() {
+	w := s.waiting
+	s.waiting = nil
+	for _, r := range w {
+		s.answer(r)
+	}
+}
+
+// nextExpiry fires when the first waiting request expires; nil (never) when none waits.
+func (s *nestServer) nextExpiry() <-chan time.Time {
+	if len(s.waiting) == 0 {
+		return nil
+	}
+	first := s.waiting[0].expires
+	for _, r := range s.waiting[1:] {
+		if r.expires.Before(first) {
+			first = r.expires
+		}
+	}
+	return time.After(time.Until(first))
+}
+
+// nested handles a nested owner's line: ok when done, or why it was refused.
+func (s *nestServer) nested(r nestRequest) (ok bool, why string) {
 	if r.cmd.verb == verbUnregister {
 		if s.by[r.cmd.pgid] != r.conn {
-			s.log.Warn("supervise: refused nested unregister", "pgid", r.cmd.pgid, "peer", r.peer, "reason", "not registered by this connection")
-			return false
+			return false, "unregister of a group this connection did not register"
 		}
 		delete(s.by, r.cmd.pgid)
 		s.drop(r.cmd.pgid)
-		return true
+		return true, ""
 	}
 	if why := s.admit(r); why != "" {
-		s.log.Warn("supervise: refused nested registration", "pgid", r.cmd.pgid, "peer", r.peer, "reason", why)
-		return false
+		return false, why
 	}
 	s.register(r.cmd)
 	if _, ok := s.covered[r.cmd.pgid]; !ok {
-		return false
+		return false, "not covered (see the log above)"
 	}
 	s.by[r.cmd.pgid] = r.conn
-	return true
+	return true, ""
 }
 
 // admit says why a nested registration is refused, or "" (see the rules in nest.go).
@@ -131,7 +194,7 @@ func (s *nestServer) admit(r nestRequest) string {
 		return "peer unreadable: " + err.Error()
 	}
 	if !s.inScope(peer) {
-		return "peer is in no covered group"
+		return errNotInScope
 	}
 	leader, err := procid.Read(cmd.pid)
 	switch {

@@ -86,8 +86,16 @@ func (o *Outer) dialLocked() error {
 		return fmt.Errorf("dial outer supervisor: %w", err)
 	}
 	o.conn = outerConn{c: c, lr: &lineReader{r: c}}
-	for _, g := range o.groups {
-		if err := o.conn.ask(registerLine(nil, g)); err != nil {
+	for pgid, g := range o.groups {
+		err := o.conn.ask(registerLine(nil, g))
+		if errors.Is(err, ErrRefused) {
+			// Most often a group gone since (the new supervisor finds no leader): nothing
+			// is left to cover. A group whose leader exited while members remain is
+			// refused too, and is covered by the nested owner's own supervisor alone.
+			delete(o.groups, pgid)
+			continue
+		}
+		if err != nil {
 			c.Close()
 			o.conn = outerConn{}
 			return fmt.Errorf("replay to outer supervisor: %w", err)

@@ -20,11 +20,17 @@ func run(cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = stderrLogger()
 	}
+	// The nest socket listens before readiness: the owner names it to its children as soon as
+	// the supervisor is ready, and a nested owner's first dial must find it.
+	ln := listenNest(os.Getenv(EnvNestSocket), cfg.Logger)
+	if ln != nil {
+		defer closeNest(ln)
+	}
 	if err := signalReady(); err != nil {
 		return err
 	}
-	if path := os.Getenv(EnvNestSocket); path != "" {
-		return runNest(context.Background(), os.Stdin, path, cfg)
+	if ln != nil {
+		return serveNest(context.Background(), os.Stdin, ln, cfg.withDefaults())
 	}
 	return Serve(context.Background(), os.Stdin, cfg)
 }

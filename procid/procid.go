@@ -78,7 +78,7 @@ type Incarnation struct {
 	// PPID and PGID are the parent and process group at the time of the read.
 	PPID, PGID int
 	// Zombie reports whether the process has exited and waits to be reaped. [Read] returns
-	// [ErrGone] for zombies; the field is set only by the parsers.
+	// [ErrGone] for zombies; [ReadChild] reads them and sets it.
 	Zombie bool
 }
 
@@ -90,6 +90,25 @@ func Read(pid int) (Incarnation, error) {
 		return Incarnation{}, fmt.Errorf("procid: read pid %d: %w", pid, ErrGone)
 	}
 	return read(pid)
+}
+
+// ReadChild is [Read] for an unreaped child of the caller: a zombie is read too, with Zombie set.
+// Until its parent reaps it, a zombie keeps its PID, so the start it reports is still the child's:
+// a parent can prove the identity of a child that exited before the parent looked, and cover
+// what the child left in its scope instead of losing track of it. On Windows it is Read.
+func ReadChild(pid int) (Incarnation, error) {
+	if pid <= 0 {
+		return Incarnation{}, fmt.Errorf("procid: read pid %d: %w", pid, ErrGone)
+	}
+	return readChild(pid)
+}
+
+// living turns a zombie's reading into ErrGone: for everyone but its parent, a zombie is dead.
+func living(inc Incarnation, err error) (Incarnation, error) {
+	if err == nil && inc.Zombie {
+		return Incarnation{}, fmt.Errorf("procid: read pid %d: zombie: %w", inc.PID, ErrGone)
+	}
+	return inc, err
 }
 
 // ReadExact is [Read] plus the process's pidfs id ([ID.PidfdID]) where the kernel has them: it

@@ -25,15 +25,17 @@ import (
 // _SZOMB is p_stat of a process that has exited and waits for its parent (sys/proc.h).
 const _SZOMB = 5
 
-func read(pid int) (Incarnation, error) {
+func read(pid int) (Incarnation, error) { return living(readChild(pid)) }
+
+func readChild(pid int) (Incarnation, error) {
 	kp, err := kinfo(pid)
 	if err != nil {
 		return Incarnation{}, err
 	}
-	if kp.Proc.P_stat == _SZOMB {
+	tv := kp.Proc.P_starttime
+	if kp.Proc.P_stat == _SZOMB && tv.Sec <= 0 { // a zombie whose start the kernel no longer shows
 		return Incarnation{}, fmt.Errorf("procid: read pid %d: zombie: %w", pid, ErrGone)
 	}
-	tv := kp.Proc.P_starttime
 	// A process still being forked (SIDL) may not have its start stamped yet; a zero start would
 	// make every such read compare equal, so it is unknown rather than an identity.
 	if tv.Sec <= 0 {
@@ -44,6 +46,7 @@ func read(pid int) (Incarnation, error) {
 		CreateTime: float64(tv.Sec) + float64(tv.Usec)/1e6,
 		PPID:       int(kp.Eproc.Ppid),
 		PGID:       int(kp.Eproc.Pgid),
+		Zombie:     kp.Proc.P_stat == _SZOMB,
 	}, nil
 }
 

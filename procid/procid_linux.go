@@ -22,7 +22,9 @@ import (
 // procRoot is where proc(5) is mounted; tests in a new PID namespace mount their own.
 var procRoot = "/proc"
 
-func read(pid int) (Incarnation, error) {
+func read(pid int) (Incarnation, error) { return living(readChild(pid)) }
+
+func readChild(pid int) (Incarnation, error) {
 	buf := statBufs.Get().(*[1024]byte)
 	defer statBufs.Put(buf)
 	n, err := readSmall(procRoot+"/"+strconv.Itoa(pid)+"/stat", buf[:])
@@ -32,9 +34,6 @@ func read(pid int) (Incarnation, error) {
 	inc, err := parseStat(buf[:n])
 	if err != nil {
 		return Incarnation{}, fmt.Errorf("procid: read pid %d: %w", pid, err)
-	}
-	if inc.Zombie {
-		return Incarnation{}, fmt.Errorf("procid: read pid %d: zombie: %w", pid, ErrGone)
 	}
 	inc.PID = pid
 	return complete(inc)

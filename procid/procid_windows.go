@@ -31,6 +31,9 @@ import (
 // _STILL_ACTIVE is the exit code GetExitCodeProcess reports for a running process (STATUS_PENDING).
 const _STILL_ACTIVE = 259
 
+// readChild is read: a process that exited is gone here, whoever holds it.
+func readChild(pid int) (Incarnation, error) { return read(pid) }
+
 func read(pid int) (Incarnation, error) {
 	h, synced, err := open(pid)
 	if err != nil {

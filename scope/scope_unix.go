@@ -78,11 +78,15 @@ func attach(cmd *exec.Cmd) (*Scope, error) {
 func attachGroup(cmd *exec.Cmd, strict bool) (*Scope, error) {
 	pid := cmd.Process.Pid
 	leader := procid.ID{PID: pid}
-	inc, err := procid.Read(pid)
+	// ReadChild reads a zombie too: a child that already exited is unreaped until the caller
+	// waits for it, so its PID, its start and its group are still its own. Proving it lets the
+	// caller cover and stop what it left in its scope; with Read, a child quick to exit left no
+	// identity, and its scope could then only be killed at once or not covered at all.
+	inc, err := procid.ReadChild(pid)
 	switch {
 	case errors.Is(err, procid.ErrGone):
-		// Already exited: a zombie until the caller reaps it, so the group, which may hold its
-		// children, is still pinned; only the leader's start can no longer be read.
+		// Gone without a readable start (macOS may not show a zombie's): the group, which may
+		// hold its children, is still pinned; only the leader's start is unknown.
 	case err != nil:
 		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, err)
 	case inc.PGID != pid && strict:

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -75,6 +76,9 @@ func listenPipe() (_ *pipeListener, err error) {
 		windows.CloseHandle(ev)
 		return nil, err
 	}
+	// The event outlives Close, which cannot know whether an accept still waits on it: it is
+	// closed once nothing can reach the listener, so a giver minting grants leaks no handle.
+	runtime.AddCleanup(l, func(ev windows.Handle) { windows.CloseHandle(ev) }, ev)
 	return l, nil
 }
 

@@ -35,36 +35,7 @@ func BenchmarkTransfer(b *testing.B) {
 	}
 	ctx := context.Background()
 	cmd := exec.Command("cat")
-	cmd.StdinPipe() // its lifeline: it ends with the benchmark
-	c, err := owners[0].Start(ctx, cmd, custody.StartOptions{Purpose: "serve"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var floor, transfer []time.Duration
-	i := 0
-	for b.Loop() {
-		t := time.Now()
-		if _, err := led.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil }); err != nil {
-			b.Fatal(err)
-		}
-		floor = append(floor, time.Since(t))
-
-		t = time.Now()
-		g, err := c.Grant(custody.GrantOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		next, err := owners[(i+1)%2].Adopt(ctx, g.String())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res, _ := g.Wait(ctx); res.Outcome != custody.Transferred {
-			b.Fatalf("transfer %d: %+v", i, res)
-		}
-		transfer = append(transfer, time.Since(t))
-		c, i = next, i+1
-	}
-	b.StopTimer()
+	floor, transfer, c := timeTransfers(b, led, owners, cmd)
 	c.Stop(ctx, stop.Options{Grace: time.Second})
 	f, x := median(floor), median(transfer)
 	b.ReportMetric(float64(f)/1e6, "ledger-write-p50-ms")

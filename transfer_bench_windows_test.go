@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/internal/testproc"
@@ -24,36 +23,7 @@ func BenchmarkTransfer(b *testing.B) {
 	owners := [2]*custody.Owner{{Ledger: led}, {Ledger: led}}
 	ctx := context.Background()
 	cmd := testproc.Helper(b, "worker")
-	cmd.StdinPipe() // its lifeline: it ends with the benchmark
-	c, err := owners[0].Start(ctx, cmd, custody.StartOptions{Purpose: "serve"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var floor, transfer []time.Duration
-	i := 0
-	for b.Loop() {
-		t := time.Now()
-		if _, err := led.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil }); err != nil {
-			b.Fatal(err)
-		}
-		floor = append(floor, time.Since(t))
-
-		t = time.Now()
-		g, err := c.Grant(custody.GrantOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		next, err := owners[(i+1)%2].Adopt(ctx, g.String())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res, _ := g.Wait(ctx); res.Outcome != custody.Transferred {
-			b.Fatalf("transfer %d: %+v", i, res)
-		}
-		transfer = append(transfer, time.Since(t))
-		c, i = next, i+1
-	}
-	b.StopTimer()
+	floor, transfer, c := timeTransfers(b, led, owners, cmd)
 	c.Stop(ctx, stop.Options{})
 	slices.Sort(floor)
 	slices.Sort(transfer)

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 )
 
@@ -92,7 +94,48 @@ func TestContainmentAsUser(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "0::"+rel) || !strings.Contains(r.stdout, "/s1\n") {
 			t.Fatalf("custody run as the user: %+v; want the child in a cgroup %s<owner>/s1", r, rel)
 		}
+		escapeDies(t, fd)
 	})
+}
+
+// escapeDies: as the ordinary user in the delegated cgroup, a descendant of custody run's child
+// that left its session (setsid) dies when custody run is SIGKILLed (the user's supervisor kills
+// the child's cgroup, which the descendant cannot leave), and when the user stops the child.
+func escapeDies(t *testing.T, cgfd int) {
+	for _, how := range []string{"owner SIGKILLed", "custody stop"} {
+		dir := t.TempDir()
+		led := filepath.Join(dir, "state", "l.json")
+		cmd := testproc.Helper(t, "custody", "--ledger", led, "run", "--",
+			"sh", "-c", "echo child $$; setsid sh -c 'echo escaped $$; exec sleep 1000' & exec cat")
+		asNobody(t, cmd, dir)
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, cgfd
+		p := testproc.Start(t, cmd)
+		child := p.Expect("child ", 10*time.Second)[0]
+		esc, err := procid.Read(atoi(p.Expect("escaped ", 10*time.Second)[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { killID(esc.ID) }) // a failed test must not leave the escapee running
+		if inc, err := procid.Read(esc.PID); err != nil || inc.PGID != esc.PID {
+			t.Fatalf("descendant %v: %+v %v; want it leading a session and group of its own", esc.ID, inc, err)
+		}
+		if how == "custody stop" {
+			stop := testproc.Helper(t, "custody", "--ledger", led, "stop", "--grace", "1s", child)
+			asNobody(t, stop, t.TempDir()) // its own copy of the binary: the first one is running
+			if r := runCmd(t, stop); r.code != 0 || !strings.Contains(r.stdout, "exited") {
+				t.Errorf("custody stop %s as uid 65534: %+v", child, r)
+			}
+		} else {
+			p.Process.Signal(unix.SIGKILL)
+		}
+		p.Wait()
+		testproc.WaitFor(t, 15*time.Second, func() error {
+			if esc.ID.Verify() == nil {
+				return fmt.Errorf("%s: the setsid descendant %v of uid 65534's child still runs", how, esc.ID)
+			}
+			return nil
+		})
+	}
 }
 
 // cgroupMount returns the cgroup2 mount above where (which is <mount>/custody for root).

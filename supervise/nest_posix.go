@@ -98,20 +98,17 @@ func serveNest(ctx context.Context, in io.Reader, ln *net.UnixListener, cfg Conf
 				return ctx.Err()
 			}
 		}
-		switch {
-		case ev.err == nil:
-			s.handle(ev.line)
-			s.retry()
-		case ev.err == errLong:
-			s.log.Debug("supervise: ignored line", "reason", ev.err)
-		default:
-			if ev.err != io.EOF {
-				s.log.Warn("supervise: reading from owner", "err", ev.err)
-			}
-			s.sweep()
+		if s.ownerInput(ev.line, ev.err, s.handleThenRetry) {
 			return nil
 		}
 	}
+}
+
+// handleThenRetry acts on the owner's line, then answers the nested registrations that were
+// waiting for a line that covers their peer.
+func (s *nestServer) handleThenRetry(line []byte) {
+	s.handle(line)
+	s.retry()
 }
 
 // answer answers a nested owner's line, or keeps it waiting when its peer is in no covered group

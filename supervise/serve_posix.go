@@ -48,19 +48,28 @@ func serve(ctx context.Context, in io.Reader, cfg Config) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		switch {
-		case err == nil:
-			s.handle(line)
-		case err == errLong:
-			s.log.Debug("supervise: ignored line", "reason", err)
-		default:
-			if err != io.EOF {
-				s.log.Warn("supervise: reading from owner", "err", err)
-			}
-			s.sweep()
+		if s.ownerInput(line, err, s.handle) {
 			return nil
 		}
 	}
+}
+
+// ownerInput acts on one read of the owner's pipe: a line goes to handle, an over-long one is
+// ignored, and the end of input sweeps every covered scope (any read error counts as the end: the
+// owner can no longer speak, so it is gone or let go). It reports whether the supervisor is done.
+func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done bool) {
+	switch {
+	case err == nil:
+		handle(line)
+		return false
+	case err == errLong:
+		s.log.Debug("supervise: ignored line", "reason", err)
+		return false
+	case err != io.EOF:
+		s.log.Warn("supervise: reading from owner", "err", err)
+	}
+	s.sweep()
+	return true
 }
 
 func newServer(cfg Config) *server {

@@ -108,16 +108,7 @@ func serveSocket(ctx context.Context, in io.Reader, ln *net.UnixListener, cfg Co
 				return ctx.Err()
 			}
 		}
-		switch {
-		case ev.err == nil:
-			s.handleOwner(ev.line)
-		case ev.err == errLong:
-			s.log.Debug("supervise: ignored line", "reason", ev.err)
-		default:
-			if ev.err != io.EOF {
-				s.log.Warn("supervise: reading from owner", "err", ev.err)
-			}
-			s.sweep()
+		if s.ownerInput(ev.line, ev.err, s.handleOwner) {
 			return nil
 		}
 	}

@@ -85,7 +85,7 @@ func runAdopt(ctx context.Context, o *adoptOptions) error {
 		return err
 	}
 	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
-		Supervisor: &supervise.Client{Grace: o.grace, Notify: o.coverage}}
+		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "adopt")}}
 	defer owner.Supervisor.Close()
 	sigs := make(chan os.Signal, 8)
 	if len(forwarded) > 0 {
@@ -108,16 +108,6 @@ func runAdopt(ctx context.Context, o *adoptOptions) error {
 		fmt.Fprintf(o.stderr, "custody: warning: adopt: what is left of the child's group: %s: %s\n", res.Outcome, res.Reason)
 	}
 	return statusError{adoptedStatus(child.Wait())}
-}
-
-// coverage reports each loss of the child's cover against custody's death, and its return, as
-// run's does.
-func (o *adoptOptions) coverage(lost error) {
-	if lost != nil {
-		fmt.Fprintf(o.stderr, "custody: warning: adopt: %v\n", lost)
-		return
-	}
-	fmt.Fprintln(o.stderr, "custody: adopt: a new supervisor covers the child again")
 }
 
 // adoptedStatus maps an adopted child's end to adopt's exit status, as run does: the exit code,

@@ -145,7 +145,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
-		Supervisor: &supervise.Client{Grace: o.grace, Notify: o.coverage}}
+		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "run")}}
 	defer owner.Supervisor.Close()
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
@@ -220,14 +220,17 @@ func leftover(res stop.Result) string {
 	return fmt.Sprintf("what was left in its scope: %s: %s", res.Outcome, res.Reason)
 }
 
-// coverage reports each loss of the child's cover against custody's death, and its return: while
-// no supervisor runs, a SIGKILL of custody would leave the child running.
-func (o *runOptions) coverage(lost error) {
-	if lost != nil {
-		fmt.Fprintf(o.stderr, "custody: warning: run: %v\n", lost)
-		return
+// coverage returns the verb's report of each loss of the child's cover against custody's death,
+// and of its return, on stderr: while no supervisor runs, a SIGKILL of custody would leave the
+// child running.
+func coverage(stderr io.Writer, verb string) func(lost error) {
+	return func(lost error) {
+		if lost != nil {
+			fmt.Fprintf(stderr, "custody: warning: %s: %v\n", verb, lost)
+			return
+		}
+		fmt.Fprintf(stderr, "custody: %s: a new supervisor covers the child again\n", verb)
 	}
-	fmt.Fprintln(o.stderr, "custody: run: a new supervisor covers the child again")
 }
 
 // exitStatus is the shell's convention: the exit code, or 128+N for a death by signal N.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/custody-dev/custody/ledger"
@@ -72,7 +73,9 @@ func report(err error, stderr io.Writer) exitCode {
 	if se, ok := errors.AsType[statusError](err); ok {
 		return se.code
 	}
-	fmt.Fprintf(stderr, "custody: error: %v\n", err)
+	// The library's errors name their package ("custody: start: …"); the line already says
+	// custody, once.
+	fmt.Fprintf(stderr, "custody: error: %s\n", strings.TrimPrefix(err.Error(), "custody: "))
 	if ce, ok := errors.AsType[codedError](err); ok {
 		return ce.code
 	}

@@ -103,15 +103,16 @@ func startWorker(cmd *exec.Cmd) (*exec.Cmd, string, error) {
 	return nil, "", fmt.Errorf("worker %v said no ready line: %v", cmd.Args, sc.Err())
 }
 
-// helperOwner owns a worker with a grandchild through a [custody.Owner] recording in the ledger
-// args[0], prints the worker's "ready" line (the worker's and grandchild's incarnations), then
-// blocks on stdin. The worker's lifeline is this helper's stdin, the test's pipe, which outlives
-// this helper: only the job can end the worker when the test kills this helper.
+// helperOwner owns a held child with a leaf (see helperHeld) through a [custody.Owner] recording
+// in the ledger args[0], prints the child's "ready" line (the child's and leaf's incarnations),
+// then blocks on stdin. Neither reads a lifeline, so only their job can end them when the test
+// kills this helper: Wine ends a pipe whose writer lives when the reader's parent dies, and a
+// child reading one would exit by itself and prove nothing.
 func helperOwner(args []string) int {
 	o := &custody.Owner{Ledger: ledger.Open(args[0])}
-	cmd := exec.Command(os.Args[0], "-grandchild")
-	cmd.Env = append(os.Environ(), testproc.Env("worker"))
-	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), testproc.Env("held"))
+	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "owner:", err)
@@ -321,12 +322,13 @@ func TestStopExited(t *testing.T) {
 }
 
 // TestOwnerKilled: three generations. The test terminates the owner (TerminateProcess, which
-// runs none of its code); the kernel closes its job handle, and the worker and grandchild die
-// with it though their lifeline, the test's pipe, stays open.
+// runs none of its code); the kernel closes its job handle, and the child and its leaf, which
+// nothing else would end (they sleep for an hour), die with it.
 func TestOwnerKilled(t *testing.T) {
 	led := filepath.Join(testproc.TempDir(t), "spawn-ledger.json")
+	testproc.Use("held") // the owner starts it
 	cmd := testproc.Helper(t, "owner", led)
-	cmd.WaitDelay = 10 * time.Second // a surviving worker would hold the owner's stderr open
+	cmd.WaitDelay = 10 * time.Second // a survivor would hold the owner's stderr open
 	owner := testproc.Start(t, cmd)
 	ids := testid.Parse(t, owner.Expect("ready ", 30*time.Second))
 	for _, id := range ids {

@@ -21,8 +21,8 @@
 //     ([PidfdError]): a signal there is preceded by a fresh identity check, and a window of
 //     microseconds remains between that check and kill(2) in which the PID could be recycled.
 //     [Process.Pinned] reports which kind of authority a [Process] holds.
-//   - Process groups have no handle anywhere: [Group.Signal] re-checks the group's identity
-//     immediately before kill(-pgid), with the same kind of window.
+//   - Process groups are scopes, not processes: package scope proves and signals them, through a
+//     pidfd on the group's leader where the kernel can.
 //
 // Whatever a record proves, [Guard] refuses init, kernel threads, the caller and its ancestors
 // ([ProtectedError]), and [CheckOwner] refuses a process that runs as another user than the one
@@ -133,20 +133,6 @@ func (p *Process) Signal(sig os.Signal) error {
 		return fmt.Errorf("authority: signal pid %d: %w", p.id.PID, os.ErrClosed)
 	}
 	return p.signal(sig)
-}
-
-// SignalGroup sends sig to the process group p leads, through p's own handle: on Linux 6.9 and
-// later, pidfd_send_signal with PIDFD_SIGNAL_PROCESS_GROUP, which the kernel resolves from the
-// leader's struct pid, so it reaches the group p led (even after p exited) and no group that
-// took the number since, with no check-then-kill window. It returns an error wrapping
-// [procid.ErrGone] when the group has no process left, and one wrapping [errors.ErrUnsupported]
-// when no handle can carry it (an older kernel, checked mode, macOS, Windows): [Group.Signal]
-// is then the way.
-func (p *Process) SignalGroup(sig os.Signal) error {
-	if p.closed.Load() {
-		return fmt.Errorf("authority: signal group of pid %d: %w", p.id.PID, os.ErrClosed)
-	}
-	return p.signalGroup(sig)
 }
 
 // The requests to exit that [Process.Ask] and a scope's Ask send, by name, as a stop reports them.

@@ -2,7 +2,6 @@ package authority_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -68,7 +67,7 @@ func TestSignalPermissionDenied(t *testing.T) {
 	target := startHelper(t, "sleep", setpgid)
 	inc := target.incarnation()
 	h := startHelper(t, "signal-as-nobody", nil, strconv.Itoa(inc.PID), strconv.FormatUint(inc.Start, 10), inc.BootID)
-	for _, what := range []string{"process", "group"} {
+	for _, what := range []string{"process"} {
 		got := h.expect(what + " ")
 		t.Logf("%s signal as uid 65534: %s", what, got)
 		if !strings.HasPrefix(got, "permission ") {
@@ -108,7 +107,6 @@ func helperSignalAsNobody(args []string) int {
 		report("process", p.Signal(syscall.SIGTERM))
 		p.Close()
 	}
-	report("group", authority.Group{PGID: pid, Leader: procid.ID{PID: pid, Start: start}}.Signal(syscall.SIGTERM))
 	return 0
 }
 
@@ -161,7 +159,6 @@ func inPIDNamespace(t *testing.T) {
 		t.Fatalf("mount proc: %v", err)
 	}
 	t.Run("process", pidReuseProcess)
-	t.Run("group", pidReuseGroup)
 }
 
 func pidReuseProcess(t *testing.T) {
@@ -190,35 +187,6 @@ func pidReuseProcess(t *testing.T) {
 	b.stop()
 }
 
-func pidReuseGroup(t *testing.T) {
-	a := startHelper(t, "sleep", setpgid)
-	incA := a.incarnation()
-	m := startHelper(t, "sleep", joinGroup(incA.PID))
-	m.incarnation()
-	g := authority.Group{PGID: incA.PID, Leader: incA.ID}
-	mustHold(t, g, true)
-	if err := g.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Wait(waitCtx(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	a.waitExit()
-	m.waitExit()
-	mustHold(t, g, false)
-
-	b := startStranger(t, incA, setpgid) // B leads a new group whose id is A's
-	if pgid := b.incarnation().PGID; pgid != g.PGID {
-		t.Fatalf("stranger's pgid = %d, want %d", pgid, g.PGID)
-	}
-	mustHold(t, g, false)
-	err := g.Signal(syscall.SIGTERM)
-	t.Logf("Signal(A's group) with B leading a group of the same id: %v", err)
-	mustIs(t, err, authority.ErrNoAuthority, procid.ErrReused)
-	b.assertAlive()
-	b.stop()
-}
-
 // startStranger starts a helper that receives a's PID, in a later clock tick than a started in,
 // by writing the PID before it to ns_last_pid (the namespace's last allocated PID).
 func startStranger(t *testing.T, a procid.Incarnation, configure func(*exec.Cmd)) *child {
@@ -234,57 +202,4 @@ func startStranger(t *testing.T, a procid.Incarnation, configure func(*exec.Cmd)
 		t.Fatalf("stranger %v did not start after %v", inc.ID, a.ID)
 	}
 	return c
-}
-
-func init() { testproc.Register("empty-blind", helperEmptyBlind) }
-
-// TestGroupEmptyBlind: under a /proc mounted with hidepid=2, an ordinary user cannot scan for the
-// live members of its own group: Empty says it cannot tell, and why, and a Wait that times out
-// gives that reason, instead of a bare "not empty" and a stop timed out without one.
-func TestGroupEmptyBlind(t *testing.T) {
-	testproc.RequireRoot(t)
-	cmd := testproc.Helper(t, "empty-blind")
-	cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS // a private proc mount
-	h := testproc.Start(t, cmd)
-	for _, what := range []string{"empty", "wait"} {
-		f := h.Expect(what+" ", 30*time.Second)
-		if len(f) < 1 || f[0] != "blind" {
-			t.Errorf("%s under hidepid=2 as nobody: %v; want an error wrapping procid.ErrScanBlind", what, f)
-		}
-	}
-}
-
-// helperEmptyBlind mounts a proc with hidepid=2, becomes nobody, starts a process in a group of
-// its own, and prints "empty <blind|other> <err>" and "wait <blind|other> <err>" for that group.
-func helperEmptyBlind([]string) int {
-	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "hidepid=2"); err != nil {
-		fmt.Println("skip cannot mount proc with hidepid=2:", err)
-		return 0
-	}
-	if err := errors.Join(syscall.Setgroups(nil), syscall.Setgid(65534), syscall.Setuid(65534)); err != nil {
-		fmt.Println("skip cannot become nobody:", err)
-		return 0
-	}
-	cmd := exec.Command("sleep", "60")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		fmt.Println("error", err)
-		return 1
-	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	g := authority.Group{PGID: cmd.Process.Pid}
-	report := func(what string, err error) {
-		kind := "other"
-		if errors.Is(err, procid.ErrScanBlind) {
-			kind = "blind"
-		}
-		fmt.Println(what, kind, err)
-	}
-	_, err := g.Empty()
-	report("empty", err)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	report("wait", g.Wait(ctx))
-	return 0
 }

@@ -1,7 +1,6 @@
 package authority_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"testing"
@@ -28,17 +27,4 @@ func TestWindowsSignalsOnlyKill(t *testing.T) {
 	err = p.Signal(os.Interrupt)
 	mustIs(t, err, procid.ErrGone)
 	mustNotIs(t, err, errors.ErrUnsupported)
-}
-
-func TestWindowsGroupsUnsupported(t *testing.T) {
-	g := authority.Group{PGID: os.Getpid()}
-	ok, err := g.Holds()
-	if ok {
-		t.Error("Holds() = true on Windows")
-	}
-	mustIs(t, err, errors.ErrUnsupported)
-	mustIs(t, g.Signal(os.Kill), errors.ErrUnsupported)
-	_, err = g.Empty()
-	mustIs(t, err, errors.ErrUnsupported)
-	mustIs(t, g.Wait(context.Background()), errors.ErrUnsupported)
 }

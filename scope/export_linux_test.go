@@ -10,3 +10,10 @@ func CgroupPath(t *testing.T, s *Scope) string {
 	}
 	return s.sys.cg.path
 }
+
+// WithoutGroupSignal makes the scope package act, until the test ends, as on a kernel without
+// PIDFD_SIGNAL_PROCESS_GROUP (before Linux 6.9): no group is pinned, every one is checked.
+func WithoutGroupSignal(t *testing.T) {
+	was := groupSignalBroken.Swap(true)
+	t.Cleanup(func() { groupSignalBroken.Store(was) })
+}

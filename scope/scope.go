@@ -40,7 +40,15 @@
 //   - Process group (macOS; Linux without a writable cgroup2 subtree, see [Containment]): it does
 //     not die with its owner by itself; the owner-death supervisor covers it. And it does not
 //     contain a descendant that calls setsid(2), or setpgid(2) into another group: that process
-//     leaves the scope, and a stop does not reach it.
+//     leaves the scope, and a stop does not reach it. A group has no handle of its own, but its
+//     leader has one: on Linux 6.9+ a scope pins the leader with a pidfd (the one Go took at
+//     spawn, or one opened and proven against the recorded incarnation) and signals the group
+//     through it, which leaves no window for a recycled number; elsewhere the group's identity
+//     is checked immediately before each kill(-pgid) (see [Scope.Signal]).
+//
+// A process group is one type, whoever holds it: an owner's [Attach], custody stop and reap
+// ([Open] of a row), custody run's job control ([Scope.SignalGroup]) and the owner-death
+// supervisor ([BindGroup]) prove it, signal it and see it empty by the same rules.
 //
 // A [Scope] signals only its own cgroup, group or job, never the caller's (invariant: proof
 // scope equals mutation scope).
@@ -83,8 +91,9 @@ var (
 	errStarted = errors.New("already started")
 )
 
-// Scope is the scope of one child started with [Prepare] and [Attach], or rebuilt from a ledger
-// row with [FromGroup]. Its methods are safe for concurrent use.
+// Scope is the scope of one child started with [Prepare] and [Attach], rebuilt from a ledger row
+// with [Open] or [FromGroup], or bound by a supervisor with [BindGroup] or [OpenCgroup]. Its
+// methods are safe for concurrent use.
 type Scope struct {
 	leader procid.ID
 	sys    sysScope // per-OS: the process group, or the job handle
@@ -141,12 +150,30 @@ func Attach(cmd *exec.Cmd) (*Scope, error) {
 // FromGroup rebuilds the scope of a process group recorded in a ledger row (its pgid and its
 // leader's incarnation), for a stop by another process than the one that spawned it. A zero
 // leader.PID is taken as pgid; leader.Start 0 means the start was not recorded, which makes
-// [Scope.Signal] refuse while the leader is alive (see [authority.Group]).
+// [Scope.Signal] refuse while the leader's PID names a live process.
+//
+// Linux: when the leader is alive and proves to be the recorded incarnation (by its pidfs id
+// where the row has one and the kernel gives them, else by its start), the scope pins it with a
+// pidfd, and every signal goes through it (see [Scope.Pinned]). Otherwise, and on macOS, the
+// group's identity is checked again before each signal (see [Scope.Signal]).
 //
 // On Windows it returns an error wrapping [errors.ErrUnsupported]: a job object can be opened
 // from another process only by name, and custody's jobs have none, so that nothing but the owner
 // can hold one open (and keep its processes alive past the owner's death).
 func FromGroup(pgid int, leader procid.ID) (*Scope, error) { return fromGroup(pgid, leader) }
+
+// BindGroup binds the process group pgid as it is now, for an owner-death supervisor that its
+// owner has just told of it (a register line): the supervisor trusts its owner, and binds what
+// it finds. A leader alive now is bound, with its start, even one not yet in its group (the
+// owner may speak before the child's setpgid(2) runs, and a process alive now cannot share a
+// PID with an older group), and on Linux it is pinned with a pidfd; a leader given with a start
+// (leader.Start) or a pidfs id (leader.PidfdID) must still be that incarnation, or the error
+// wraps authority.ErrNoAuthority and procid.ErrReused. Without a live leader the group is bound
+// as given when it has members; with none it is already gone: the error wraps procid.ErrGone
+// (binding it would let a later group with the same id, a stranger's, match). leader.PID is
+// ignored. Like every process-group scope it refuses pgid ≤ 1 and the caller's own group.
+// On Windows: an error wrapping [errors.ErrUnsupported].
+func BindGroup(pgid int, leader procid.ID) (*Scope, error) { return bindGroup(pgid, leader) }
 
 // Kind reports the mechanism: [KindCgroup] or [KindGroup] on Linux, [KindGroup] on macOS,
 // [KindJob] on Windows.
@@ -165,16 +192,39 @@ func (s *Scope) Leader() procid.ID { return s.leader }
 // errors.Is(err, os.ErrPermission) when the OS refuses, and one wrapping os.ErrClosed after
 // [Scope.Close].
 //
-// Unix: kill(-pgid) through [authority.Group.Signal], which re-proves the group's identity first
-// and refuses (wrapping authority.ErrNoAuthority) when it does not hold. While the leader is the
-// caller's unreaped child (a zombie included), its PID cannot be recycled, so the pgid is pinned
-// and the proof cannot be fooled; after it is reaped, the small window documented on
-// [authority.Group] applies. A group whose only member left is the unreaped leader's zombie
-// accepts signals.
+// Unix, a process group: its identity is the leader's (see [FromGroup]). A scope that pins the
+// leader with a pidfd (Linux 6.9+: [Scope.Pinned]) signals through it with
+// PIDFD_SIGNAL_PROCESS_GROUP: the kernel finds the group from the leader's own struct pid, so
+// the signal reaches the recorded group, even after the leader exited, and nothing else, whatever
+// became of the number; no check is needed and there is no window. Otherwise (macOS, older
+// kernels, a leader that was gone when the scope was opened) kill(-pgid) follows a fresh check
+// that the group's identity holds: the leader is the recorded incarnation, or, with the leader
+// gone, the group still has members (the kernel does not hand out a PID that is still some
+// group's id). When it does not hold, Signal refuses (wrapping authority.ErrNoAuthority, and
+// procid.ErrReused for a recycled leader PID). The checked path leaves two windows: the
+// microseconds between the check and the kill, and, once the recorded group emptied, a stranger
+// that reused its id and made a group of the same number, which needs a full wrap of the PID
+// space. A group whose only members left are zombies has exited: nothing is signalled. Signal
+// refuses pgid ≤ 1 and the caller's own group whatever the proof.
+//
+// Linux, a cgroup: every process in it, listed from cgroup.procs (SIGKILL: cgroup.kill).
 //
 // Windows: [os.Kill] terminates every process in the job (TerminateJobObject, exit code 1);
 // other signals return an error wrapping [errors.ErrUnsupported].
 func (s *Scope) Signal(sig os.Signal) error { return s.signal(sig) }
+
+// SignalGroup sends sig to the process group the scope's child leads, proven as [Scope.Signal]
+// proves a process-group scope: the job a terminal stops and continues. On the process-group
+// path it is the scope itself; in a cgroup, the part of it that stayed in the child's group. It
+// returns an error wrapping [errors.ErrUnsupported] on Windows, and for a scope that records no
+// group (one a supervisor bound by its cgroup).
+func (s *Scope) SignalGroup(sig os.Signal) error { return s.signalGroup(sig) }
+
+// Pinned reports whether [Scope.Signal] goes through a handle that can never come to name
+// another scope: a cgroup's directory, a job object, or a pidfd on a process group's leader
+// (Linux 6.9+). It is false where each signal is preceded by a fresh check of the group's
+// identity instead (see Signal).
+func (s *Scope) Pinned() bool { return s.pinned() }
 
 // Ask asks every process in the scope to exit, the way its OS lets a program ask, and names the
 // request it sent: a stop's first step, before the grace and the kill. Success means the request
@@ -192,8 +242,10 @@ func (s *Scope) Ask() (string, error) { return s.ask() }
 
 // Empty reports whether no live process is left in the scope; it never reports an exit early.
 // A process group is empty when no member is left or, on Linux, every member left is a zombie
-// (see [authority.Group.Empty], which also says when emptiness cannot be told); on macOS zombies
-// count as members. A cgroup holds no zombie: a process leaves it as it exits. On Windows it asks
+// (through the leader's pidfd when the scope pins it, else by number; with members left, Linux
+// scans /proc for a live one, and returns an error saying why when the scan cannot see every
+// process: /proc mounted with hidepid wraps [procid.ErrScanBlind]); on macOS zombies count as
+// members. A cgroup holds no zombie: a process leaves it as it exits. On Windows it asks
 // the job for its count of active processes.
 func (s *Scope) Empty() (bool, error) { return s.empty() }
 
@@ -220,12 +272,13 @@ func (s *Scope) pollEmpty(ctx context.Context) error {
 // it); it fails when the cgroup could not be removed. On Windows it closes custody's handle to the job, the only one, and
 // so kills every process still in it (KILL_ON_JOB_CLOSE); afterwards Signal, Empty and Wait
 // return errors wrapping os.ErrClosed. A Scope dropped without Close keeps its job until the
-// owner exits, when the processes die with it. On Unix Close does nothing: stop the group with
-// Signal and Wait first. Close is idempotent.
+// owner exits, when the processes die with it. For a process group Close kills nothing (stop
+// the group with Signal and Wait first): it closes the pidfd that pins the leader, if any, and
+// the group is checked before each signal from then on. Close is idempotent.
 func (s *Scope) Close() error { return s.close() }
 
 // Release lets go of the scope without touching its processes: for a cgroup it closes the
-// descriptor custody holds; for a process group it does nothing. On Windows it closes custody's
+// descriptor custody holds; for a process group, the pidfd on its leader (as Close). On Windows it closes custody's
 // handle to the job, which kills the job's processes if it was the last handle (see Close).
 // Signal, Empty and Wait fail on a released cgroup or job. Release is idempotent.
 func (s *Scope) Release() error { return s.release() }
@@ -259,6 +312,8 @@ type Desc struct {
 //     otherwise the error wraps authority.ErrNoAuthority (and procid.ErrReused for another id).
 //     A cgroup that no longer exists was removed, which needs it empty: the error wraps
 //     procid.ErrGone. The open cgroup is held until [Scope.Close].
+//   - A process group pinned with a pidfd (see FromGroup) holds it until [Scope.Close] or
+//     [Scope.Release].
 //   - KindJob: unsupported (see [FromGroup]).
 func Open(d Desc) (*Scope, error) { return open(d) }
 

@@ -28,8 +28,8 @@ import (
 )
 
 type sysScope struct {
-	group authority.Group // the leader's group; with cg set, it is only for job control
-	cg    *cgroup         // a cgroup scope (Linux), or nil
+	group *group  // the leader's group; with cg set, it is only for job control (nil: none)
+	cg    *cgroup // a cgroup scope (Linux), or nil
 }
 
 func (s *Scope) kind() Kind {
@@ -98,12 +98,14 @@ func attachGroup(cmd *exec.Cmd, strict bool) (*Scope, error) {
 	// From the pidfd Go took at spawn: the leader's PID can be recycled once it is reaped, within
 	// the tick it started in, and only this id tells that stranger apart (Linux 6.9+).
 	leader.PidfdID, _ = procid.HandleID(cmd.Process)
-	return newGroupScope(leader), nil
+	// The group keeps a pidfd of its own on the leader, a duplicate of that one: the child's is
+	// closed when it is waited for, and from then on only a pidfd ties the group to its leader.
+	g := checkedGroup(leader)
+	g.fd = takeLeader(cmd.Process)
+	return groupScope(g), nil
 }
 
-func newGroupScope(leader procid.ID) *Scope {
-	return &Scope{leader: leader, sys: sysScope{group: authority.Group{PGID: leader.PID, Leader: leader}}}
-}
+func groupScope(g *group) *Scope { return &Scope{leader: g.leader, sys: sysScope{group: g}} }
 
 // abort kills a child whose attach failed. When it was made to lead a group, the group goes too:
 // the child may have started others already. Its pid is pinned while it is unreaped, which
@@ -128,25 +130,64 @@ func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
 	case leader.PID != pgid:
 		return nil, fmt.Errorf("scope: group %d: leader %v does not lead it", pgid, leader)
 	}
-	return newGroupScope(leader), nil
+	return groupScope(pinnedGroup(leader)), nil
 }
 
-func (s *Scope) pgid() int { return s.sys.group.PGID }
-
-func (s *Scope) signal(sig os.Signal) error {
-	if s.sys.cg == nil {
-		return s.sys.group.Signal(sig)
+func bindGroup(pgid int, leader procid.ID) (*Scope, error) {
+	g, err := boundGroup(pgid, leader)
+	if err != nil {
+		return nil, fmt.Errorf("scope: bind group %d: %w", pgid, err)
 	}
+	return groupScope(g), nil
+}
+
+func (s *Scope) pgid() int {
+	if s.sys.group == nil {
+		return 0
+	}
+	return s.sys.group.pgid
+}
+
+func unixSignal(sig os.Signal) (unix.Signal, error) {
 	us, ok := sig.(unix.Signal)
 	if !ok {
-		return fmt.Errorf("scope: signal %v: %w", sig, errors.ErrUnsupported)
+		return 0, fmt.Errorf("scope: signal %v: %w", sig, errors.ErrUnsupported)
+	}
+	return us, nil
+}
+
+func (s *Scope) signal(sig os.Signal) error {
+	us, err := unixSignal(sig)
+	if err != nil {
+		return err
+	}
+	if s.sys.cg == nil {
+		return s.sys.group.signal(us)
 	}
 	return s.sys.cg.signal(us)
 }
 
+func (s *Scope) signalGroup(sig os.Signal) error {
+	us, err := unixSignal(sig)
+	if err != nil {
+		return err
+	}
+	if s.sys.group == nil {
+		return fmt.Errorf("scope: signal the group of %v: it has none recorded: %w", s, errors.ErrUnsupported)
+	}
+	return s.sys.group.signal(us)
+}
+
+func (s *Scope) pinned() bool {
+	if s.sys.cg != nil {
+		return true
+	}
+	return s.sys.group.pinned()
+}
+
 func (s *Scope) empty() (bool, error) {
 	if s.sys.cg == nil {
-		return s.sys.group.Empty()
+		return s.sys.group.empty()
 	}
 	pop, err := s.sys.cg.populated()
 	if errors.Is(err, procid.ErrGone) {
@@ -157,7 +198,7 @@ func (s *Scope) empty() (bool, error) {
 
 func (s *Scope) wait(ctx context.Context) error {
 	if s.sys.cg == nil {
-		return s.pollEmpty(ctx)
+		return s.sys.group.wait(ctx)
 	}
 	return s.sys.cg.wait(ctx)
 }
@@ -166,6 +207,7 @@ func (s *Scope) wait(ctx context.Context) error {
 const closeWait = time.Second
 
 func (s *Scope) close() error {
+	s.closeGroup()
 	cg := s.sys.cg
 	if cg == nil {
 		return nil
@@ -176,7 +218,15 @@ func (s *Scope) close() error {
 	return nil
 }
 
+// closeGroup lets go of the group's pidfd on its leader.
+func (s *Scope) closeGroup() {
+	if s.sys.group != nil {
+		s.sys.group.close()
+	}
+}
+
 func (s *Scope) release() error {
+	s.closeGroup()
 	if s.sys.cg != nil {
 		s.sys.cg.close()
 	}
@@ -187,11 +237,11 @@ func (s *Scope) describe() string {
 	if s.sys.cg != nil {
 		return "cgroup " + s.sys.cg.rel
 	}
-	return fmt.Sprintf("pgrp %d", s.sys.group.PGID)
+	return fmt.Sprintf("pgrp %d", s.pgid())
 }
 
 func (s *Scope) desc() Desc {
-	d := Desc{Kind: s.kind(), Leader: s.leader, PGID: s.sys.group.PGID}
+	d := Desc{Kind: s.kind(), Leader: s.leader, PGID: s.pgid()}
 	if cg := s.sys.cg; cg != nil {
 		d.Cgroup, d.CgroupID = cg.rel, cg.id
 	}
@@ -207,7 +257,9 @@ func open(d Desc) (*Scope, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Scope{leader: d.Leader, sys: sysScope{group: authority.Group{PGID: d.PGID, Leader: d.Leader}, cg: cg}}, nil
+		// The group serves job control only, which another process than the owner never does.
+		g := checkedGroup(procid.ID{PID: d.PGID, Start: d.Leader.Start, PidfdID: d.Leader.PidfdID})
+		return &Scope{leader: d.Leader, sys: sysScope{group: g, cg: cg}}, nil
 	}
 	return nil, fmt.Errorf("scope: open %q scope: %w", d.Kind, errors.ErrUnsupported)
 }

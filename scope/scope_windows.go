@@ -110,7 +110,20 @@ func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
 	return nil, fmt.Errorf("scope: process group %d on windows: %w", pgid, errors.ErrUnsupported)
 }
 
+func bindGroup(pgid int, leader procid.ID) (*Scope, error) { return fromGroup(pgid, leader) }
+
 func (s *Scope) pgid() int { return 0 }
+
+func (s *Scope) signalGroup(os.Signal) error {
+	return fmt.Errorf("scope: signal the process group of %v: %w", s, errors.ErrUnsupported)
+}
+
+// pinned: a job handle never names another job.
+func (s *Scope) pinned() bool {
+	s.sys.mu.RLock()
+	defer s.sys.mu.RUnlock()
+	return s.sys.job != 0
+}
 
 // signal terminates the job for os.Kill. An empty job is reported gone whatever the signal, before
 // an unsupported one is refused: a refusal would send a stop on to the kill, which would then

@@ -3,8 +3,6 @@ package stop
 import (
 	"context"
 	"errors"
-	"os"
-	"syscall"
 
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/procid"
@@ -17,9 +15,11 @@ import (
 // the PID is protected ([authority.Guard]: init, a kernel thread, the caller or an ancestor), when
 // the recorded incarnation cannot be proven ([authority.Acquire]), when the process runs as
 // another user than opts.Owner ([authority.CheckOwner]), or when the scope is not the recorded
-// one ([scope.Open]). A process-group scope counts only when
-// the process leads it; a cgroup scope whose cgroup was removed (which needs it empty) leaves the
-// process alone. A cgroup emptied by the stop is removed.
+// one ([scope.Open]). A process-group scope counts only when the process leads it; scope.Open
+// pins its leader with a pidfd proven against the record where the kernel can, so the group's
+// signals need no check at signal time (see scope.Scope.Signal). A cgroup scope whose cgroup was
+// removed (which needs it empty) leaves the process alone. A cgroup emptied by the stop is
+// removed.
 func Recorded(ctx context.Context, rec procid.Record, d scope.Desc, opts Options) Result {
 	t, s, res, ok := target(rec, d, opts)
 	if !ok {
@@ -73,10 +73,7 @@ func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.S
 		_, r := t.settle(res, err, true)
 		return t, nil, r, false
 	}
-	switch {
-	case s != nil && d.Kind == scope.KindGroup && p != nil:
-		t.Scope = leaderGroup{s, p}
-	case s != nil:
+	if s != nil {
 		t.Scope = s
 	}
 	if gone && s == nil {
@@ -102,25 +99,4 @@ func openScope(rec procid.Record, d scope.Desc) (*scope.Scope, error) {
 		return nil, nil
 	}
 	return s, err
-}
-
-// leaderGroup is a process-group scope signalled through its proven leader's handle where the
-// kernel can (authority.Process.SignalGroup: PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9), so that no
-// window is left between the group's identity check and the kill; elsewhere, and once the leader's
-// handle is closed, by its id after the check (scope.Scope.Signal).
-type leaderGroup struct {
-	*scope.Scope
-	leader *authority.Process
-}
-
-func (g leaderGroup) Signal(sig os.Signal) error {
-	err := g.leader.SignalGroup(sig)
-	if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, os.ErrClosed) {
-		return g.Scope.Signal(sig)
-	}
-	return err
-}
-
-func (g leaderGroup) Ask() (string, error) {
-	return authority.AskSIGTERM, g.Signal(syscall.SIGTERM)
 }

@@ -95,8 +95,8 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Scope is what a stop signals as a unit besides the process: an [authority.Group] (which
-// re-proves its identity before each signal) or a scope.Scope custody created. Ask sends the
+// Scope is what a stop signals as a unit besides the process: a scope.Scope (a process group,
+// proven through its leader's pidfd or re-proven before each signal, a cgroup or a job). Ask sends the
 // request to exit and names it, Signal is given [os.Kill]; both return an error wrapping
 // procid.ErrGone when nothing is left. Wait returns nil once the scope is empty.
 type Scope interface {

@@ -1,0 +1,24 @@
+//go:build unix && !linux
+
+package scope
+
+import (
+	"errors"
+	"os"
+
+	"github.com/custody-dev/custody/procid"
+	"golang.org/x/sys/unix"
+)
+
+// No process descriptors here (macOS has none): every group is checked by its rule immediately
+// before kill(-pgid), with the window documented in group_unix.go.
+
+func groupSignalWorks() bool                { return false }
+func openLeader(int) int                    { return -1 }
+func pinLeader(procid.ID) int               { return -1 }
+func provenLeader(int) int                  { return -1 }
+func takeLeader(*os.Process) int            { return -1 }
+func closeLeader(int)                       {}
+func leaderExited(int) bool                 { return false }
+func leaderID(int) (uint64, bool)           { return 0, false }
+func signalByLeader(int, unix.Signal) error { return errors.ErrUnsupported }

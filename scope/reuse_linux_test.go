@@ -1,0 +1,176 @@
+package scope_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
+)
+
+func init() { testproc.Register("pidns-group-reuse", helperPIDNSGroupReuse) }
+
+// TestGroupPIDReuse: in a PID namespace, a group's leader A and its member exit, and a stranger B
+// takes A's PID and leads a group with A's id: once in a later clock tick, once within the tick A
+// started in (asserted), where A's row and B have the same start ticks. A scope that pinned A while
+// it lived answers gone and signals nothing, in both cases, with no identity check at all: the
+// kernel resolves the group from A's own struct pid. A scope opened from A's record afterwards
+// finds B at the PID and refuses (by start, or, within the tick, by pidfs id). B lives throughout.
+func TestGroupPIDReuse(t *testing.T) {
+	testproc.RequireRoot(t)
+	if err := procid.PidfsError(); err != nil {
+		testproc.Skip(t, "skipping: pidfs ids unavailable: %v", err)
+	}
+	cmd := testproc.Helper(t, "pidns-group-reuse")
+	testproc.NewPIDNamespace(cmd)
+	p := testproc.Start(t, cmd)
+	for _, c := range []string{"later-tick", "same-tick"} {
+		f := p.Expect(c+" ", 120*time.Second)
+		if f[0] != "ok" {
+			t.Fatalf("%s, in the PID namespace: %s", c, strings.Join(f, " "))
+		}
+		t.Logf("%s: %s", c, strings.Join(f[1:], " "))
+	}
+}
+
+// groupReuse is one run of the case: a pinned scope of A's group, and the stranger at A's PID.
+type groupReuse struct {
+	a      procid.Incarnation
+	pinned *scope.Scope
+	b      *exec.Cmd
+	tries  int
+}
+
+// helperPIDNSGroupReuse runs as PID 1 of a new PID namespace.
+func helperPIDNSGroupReuse([]string) int {
+	if err := testproc.MountProc(); err != nil {
+		fmt.Println("later-tick mount proc:", err)
+		return 0
+	}
+	for _, c := range []struct {
+		name string
+		run  func() (groupReuse, error)
+	}{{"later-tick", reuseLaterTick}, {"same-tick", reuseSameTick}} {
+		r, err := c.run()
+		if err == nil {
+			err = r.check()
+		}
+		if r.b != nil {
+			endCat(r.b)
+		}
+		if err != nil {
+			fmt.Printf("%s %v\n", c.name, err)
+			continue
+		}
+		fmt.Printf("%s ok pid %d tick %d after %d tries\n", c.name, r.a.PID, r.a.Start, r.tries)
+	}
+	return 0
+}
+
+// startCat starts cat leading a new process group, or, with pgid > 0, joining that one. It reads
+// this helper's stdin, the test's lifeline.
+func startCat(pgid int) (*exec.Cmd, error) {
+	c := exec.Command("cat")
+	c.Stdin = os.Stdin
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+	return c, c.Start()
+}
+
+func endCat(c *exec.Cmd) { c.Process.Kill(); c.Wait() }
+
+// victim starts A and a member of its group, and pins A's group in a scope; end kills and reaps
+// both through their handles.
+func victim() (r groupReuse, end func(), err error) {
+	a, err := startCat(0)
+	if err != nil {
+		return r, nil, err
+	}
+	m, err := startCat(a.Process.Pid)
+	if err != nil {
+		endCat(a)
+		return r, nil, err
+	}
+	end = func() { endCat(a); endCat(m) }
+	if r.a, err = procid.ReadExact(a.Process.Pid); err == nil {
+		r.pinned, err = scope.FromGroup(r.a.PID, r.a.ID)
+	}
+	if err == nil && !r.pinned.Pinned() {
+		err = errors.New("the scope of a live leader is not pinned")
+	}
+	if err != nil {
+		end()
+	}
+	return r, end, err
+}
+
+func reuseLaterTick() (groupReuse, error) {
+	r, end, err := victim()
+	if err != nil {
+		return r, err
+	}
+	end()
+	r.b, err = testproc.ReusePID(r.a.PID, r.a.Start, func() (*exec.Cmd, error) { return startCat(0) })
+	r.tries = 1
+	return r, err
+}
+
+func reuseSameTick() (groupReuse, error) {
+	var r groupReuse
+	try := func() (int, uint64, func(), error) {
+		if r.pinned != nil {
+			r.pinned.Release() // a try whose stranger missed the tick
+		}
+		var end func()
+		var err error
+		r, end, err = victim()
+		return r.a.PID, r.a.Start, end, err
+	}
+	tick := func(pid int) (uint64, error) {
+		inc, err := procid.Read(pid)
+		return inc.Start, err
+	}
+	b, tries, err := testproc.ReuseWithinTick(500, try, func() (*exec.Cmd, int, error) {
+		c, err := startCat(0)
+		if err != nil {
+			return nil, 0, err
+		}
+		return c, c.Process.Pid, nil
+	}, endCat, tick)
+	r.b, r.tries = b, tries
+	return r, err
+}
+
+// check asserts that neither the pinned scope nor one opened from A's record reaches B.
+func (r groupReuse) check() error {
+	defer r.pinned.Release()
+	b, err := procid.ReadExact(r.b.Process.Pid)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read B: %v", err)
+	case b.PID != r.a.PID || b.PGID != r.a.PID || b.PidfdID == r.a.PidfdID:
+		return fmt.Errorf("B %v (group %d) does not lead a group with A's id %v", b.ID, b.PGID, r.a.ID)
+	}
+	if err := r.pinned.Signal(syscall.SIGKILL); !errors.Is(err, procid.ErrGone) {
+		return fmt.Errorf("the pinned scope of A's group, with B at A's pid: %v; want gone", err)
+	}
+	opened, err := scope.FromGroup(r.a.PID, r.a.ID)
+	if err != nil {
+		return err
+	}
+	defer opened.Release()
+	if err := opened.Signal(syscall.SIGKILL); !errors.Is(err, authority.ErrNoAuthority) || !errors.Is(err, procid.ErrReused) {
+		return fmt.Errorf("A's group opened from its record, with B at A's pid: %v; want no authority, reused", err)
+	}
+	if now, err := procid.ReadExact(b.PID); err != nil || now.PidfdID != b.PidfdID {
+		return fmt.Errorf("the stranger did not survive: %v", err)
+	}
+	return nil
+}

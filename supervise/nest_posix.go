@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/custody-dev/custody/procid"
@@ -212,10 +213,9 @@ func (s *nestServer) admit(r nestRequest) string {
 // identity holds.
 func (s *nestServer) inScope(p procid.Incarnation) bool {
 	for range maxAncestors {
-		if l, ok := s.covered[p.PGID]; ok {
-			if holds, _ := s.holds(p.PGID, l); holds {
-				return true
-			}
+		// Signal 0 succeeds only while the group's identity holds and it has members.
+		if g, ok := s.covered[p.PGID]; ok && g.Signal(syscall.Signal(0)) == nil {
+			return true
 		}
 		if p.PPID <= 1 {
 			return false
@@ -231,7 +231,7 @@ func (s *nestServer) inScope(p procid.Incarnation) bool {
 // prune forgets nested groups that are gone, and returns how many are left.
 func (s *nestServer) prune() int {
 	for pgid := range s.by {
-		if _, ok := s.covered[pgid]; !ok || !groupExists(pgid) {
+		if g, ok := s.covered[pgid]; !ok || gone(g) {
 			s.drop(pgid)
 			delete(s.by, pgid)
 		}

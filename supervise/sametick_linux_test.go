@@ -23,7 +23,10 @@ func init() { testproc.Register("pidns-same-tick", helperPIDNSSameTick) }
 // take its PID, and lead a group with its id, within the tick A started in (asserted). A
 // registration of A's group with A's start and pidfs id that arrives now (as a replay to a
 // restarted supervisor does) is refused, and the owner's death that follows signals nothing: B
-// lives. By start alone, the registration would have bound B's group.
+// lives. By start alone, the registration would have bound B's group. And a supervisor that
+// covered A's group while A lived (registered with A's start alone, as the legacy and the Hermes
+// owner's lines are) signals nothing at the owner's death either: it holds A's group through a
+// pidfd on A, which the kernel resolves to A's own, now empty, group, never to B's.
 func TestSameTickLeader(t *testing.T) {
 	testproc.RequireRoot(t)
 	if err := procid.PidfsError(); err != nil {
@@ -59,7 +62,13 @@ func helperPIDNSSameTick([]string) int {
 	}
 	end := func(c *exec.Cmd) { c.Process.Kill(); c.Wait() }
 	var incA procid.Incarnation
+	var log bytes.Buffer
+	cfg := supervise.Config{Grace: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	var sweepA, releaseA func() // a supervisor's cover of A's group, registered while A lived
 	victim := func() (int, uint64, func(), error) {
+		if releaseA != nil {
+			releaseA() // a try whose stranger missed the tick
+		}
 		r, w, err := os.Pipe() // A blocks reading it until killed
 		if err != nil {
 			return 0, 0, nil, err
@@ -71,6 +80,11 @@ func helperPIDNSSameTick([]string) int {
 			return 0, 0, nil, err
 		}
 		incA, err = procid.ReadExact(pid)
+		var pinned bool
+		pinned, sweepA, releaseA = supervise.Bound(cfg, fmt.Sprintf("register %d %d %d", pid, pid, incA.Start))
+		if err == nil && !pinned {
+			err = fmt.Errorf("the registration of live leader %v was not pinned", incA.ID)
+		}
 		return pid, incA.Start, func() { end(a); w.Close() }, err
 	}
 	tick := func(pid int) (uint64, error) {
@@ -91,9 +105,12 @@ func helperPIDNSSameTick([]string) int {
 	case incB.PidfdID == incA.PidfdID || incA.PidfdID == 0:
 		return result("pidfs ids: A %d, B %d", incA.PidfdID, incB.PidfdID)
 	}
-	var log bytes.Buffer
+	sweepA() // the owner of the cover taken while A lived dies
+	releaseA()
+	if inc, err := procid.ReadExact(b.Process.Pid); err != nil || inc.PidfdID != incB.PidfdID {
+		return result("the stranger did not survive the death of the owner that covered A: %v", err)
+	}
 	line := fmt.Sprintf("register %d %d %d %d\n", incA.PID, incA.PID, incA.Start, incA.PidfdID)
-	cfg := supervise.Config{Grace: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))}
 	if err := supervise.Serve(context.Background(), strings.NewReader(line), cfg); err != nil {
 		return result("serve: %v", err)
 	}

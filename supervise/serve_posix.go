@@ -9,28 +9,17 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 	"golang.org/x/sys/unix"
 )
 
-// leader is what the supervisor remembers of a covered group: its leader's incarnation, when one
-// was known at registration.
-type leader struct {
-	start uint64
-	id    uint64 // the leader's pidfs id, when the owner sent one: it decides over start
-	bound bool   // start names the leader; false: no leader was alive (or readable) at registration
-	// pidfd is a pidfd on the leader proven at registration (see provenLeader) when held is
-	// set. The zero leader holds none.
-	pidfd int
-	held  bool
-}
-
 type server struct {
 	cfg     Config
 	log     *slog.Logger
-	self    int // the supervisor's own process group
-	covered map[int]leader
+	self    int                     // the supervisor's own process group
+	covered map[int]*scope.Scope    // covered process groups, each bound at its registration
 	cgroups map[string]*scope.Scope // covered cgroups, each held open since its registration
 }
 
@@ -73,7 +62,7 @@ func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done b
 }
 
 func newServer(cfg Config) *server {
-	return &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]leader), cgroups: make(map[string]*scope.Scope)}
+	return &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]*scope.Scope), cgroups: make(map[string]*scope.Scope)}
 }
 
 func (s *server) handle(line []byte) {
@@ -119,90 +108,47 @@ func (s *server) refuse(pgid int) string {
 	return ""
 }
 
-// register covers a group. A leader given with its start is bound to it, after checking that the
-// PID still names it; otherwise the leader alive now (if any) is bound, even when it has not yet
-// joined its group: the owner may have written the line before the child's setpgid ran, and a
-// process alive now cannot have a PID shared with an older group. A group with neither a leader
-// nor members is already gone and is not recorded: recording it would let a later group with
-// the same id, a stranger, match.
+// register covers a group, bound by [scope.BindGroup] with the line's leader start and pidfs id
+// when it has them: a leader alive now is bound (and pinned with a pidfd where the kernel can),
+// even one that has not yet joined its group, since the owner may have written the line before
+// the child's setpgid ran; a leader given with a start or pidfs id must still be that process; a
+// group with neither a leader nor members is already gone and is not recorded: recording it
+// would let a later group with the same id, a stranger, match.
 func (s *server) register(cmd command) {
 	if cmd.pid != cmd.pgid {
 		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "pid", cmd.pid, "reason", "pid is not the group's leader")
 		return
 	}
-	fd := openLeader(cmd.pgid) // before the read: see provenLeader
-	inc, err := procid.Read(cmd.pgid)
-	foreign := err == nil && cmd.known && inc.Start != cmd.start
-	if cmd.id != 0 && err == nil && !foreign {
-		// Equal starts do not settle it: a process that took the PID within the tick the
-		// leader started in has them too. The pidfs id does.
-		if now, ok := leaderID(fd); ok && now != cmd.id {
-			foreign, inc.Start = true, 0
-		}
+	leader := procid.ID{PID: cmd.pgid, PidfdID: cmd.id}
+	if cmd.known {
+		leader.Start = cmd.start
 	}
-	if err != nil || foreign {
-		closeLeader(fd)
-	}
+	g, err := scope.BindGroup(cmd.pgid, leader)
 	switch {
-	case foreign:
-		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", "leader pid names another process",
-			"start", cmd.start, "now", inc.Start, "pidfs_id", cmd.id)
 	case err == nil:
-		l := leader{start: inc.Start, id: cmd.id, bound: true, pidfd: provenLeader(fd)}
-		l.held = l.pidfd >= 0
-		s.cover(cmd.pgid, l)
-	case errors.Is(err, procid.ErrGone) && !groupExists(cmd.pgid):
+		s.cover(cmd.pgid, g)
+	case errors.Is(err, procid.ErrReused):
+		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", "leader pid names another process",
+			"start", cmd.start, "pidfs_id", cmd.id, "err", err)
+	case errors.Is(err, procid.ErrGone):
 		s.log.Debug("supervise: group already gone", "pgid", cmd.pgid)
-	case errors.Is(err, procid.ErrGone) && cmd.known:
-		s.cover(cmd.pgid, leader{start: cmd.start, id: cmd.id, bound: true})
 	default:
-		s.cover(cmd.pgid, leader{id: cmd.id})
+		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", err)
 	}
 }
 
-// cover records a group, replacing (and closing) what a previous registration of it held.
-func (s *server) cover(pgid int, l leader) {
+// cover records a group, replacing (and releasing) what a previous registration of it held.
+func (s *server) cover(pgid int, g *scope.Scope) {
 	s.drop(pgid)
-	s.covered[pgid] = l
+	s.covered[pgid] = g
 }
 
-// drop forgets a group and closes its leader's pidfd.
+// drop forgets a group and releases what its scope holds (the pidfd on its leader).
 func (s *server) drop(pgid int) {
-	if l, ok := s.covered[pgid]; ok {
-		if l.held {
-			closeLeader(l.pidfd)
-		}
+	if g, ok := s.covered[pgid]; ok {
+		g.Release()
 		delete(s.covered, pgid)
 	}
-}
-
-// holds reports whether a covered group's identity still holds; if not, why says why, or is
-// empty when the group is simply gone.
-func (s *server) holds(pgid int, l leader) (bool, string) {
-	if l.id != 0 && procid.PidfsError() == nil {
-		switch err := (procid.ID{PID: pgid, Start: l.start, PidfdID: l.id}).Verify(); {
-		case err == nil:
-			return true, ""
-		case errors.Is(err, procid.ErrReused):
-			return false, "leader pid names another process"
-		case errors.Is(err, procid.ErrGone):
-			return groupExists(pgid), ""
-		default:
-			return false, "leader unreadable: " + err.Error()
-		}
-	}
-	inc, err := procid.Read(pgid)
-	switch {
-	case err == nil && l.bound && inc.Start == l.start:
-		return true, ""
-	case err == nil:
-		return false, "leader pid names another process"
-	case errors.Is(err, procid.ErrGone):
-		// The leader exited; its PID stays reserved while the group has members, so members
-		// mean the group is still the registered one.
-		return groupExists(pgid), ""
-	}
-	return false, "leader unreadable: " + err.Error()
 }
 
 // sweep stops every covered cgroup and every covered group whose identity holds: SIGTERM, a wait
@@ -218,8 +164,9 @@ func (s *server) sweep() {
 	s.sweepGroups(deadline)
 }
 
-// sweepGroups polls the signalled groups until they are gone, and SIGKILLs survivors at the
-// deadline.
+// sweepGroups polls the signalled groups until they are empty, and SIGKILLs survivors at the
+// deadline. A group whose members are all zombies is empty: they have exited, though kill(-pgid,
+// 0) counts them until their new parent reaps them, which some inits never do.
 func (s *server) sweepGroups(deadline time.Time) {
 	for len(s.covered) > 0 {
 		left := time.Until(deadline)
@@ -228,55 +175,40 @@ func (s *server) sweepGroups(deadline time.Time) {
 			return
 		}
 		time.Sleep(min(pollInterval, left))
-		// One /proc scan a poll tells groups whose members are all zombies: they have exited, but
-		// kill(-pgid, 0) counts them until their new parent reaps them, which some inits never do.
-		live, scanErr := procid.LiveGroups()
-		for pgid := range s.covered {
-			if !groupExists(pgid) || scanErr == nil && !live[pgid] {
+		for pgid, g := range s.covered {
+			if gone(g) {
 				s.drop(pgid)
 			}
 		}
 	}
 }
 
-// signalAll sends sig to every covered group whose identity holds at that moment, and drops the
-// groups that are gone or no longer proven. A group whose leader's pidfd was proven at
-// registration is signalled through it, which needs no check; the others by id, after one.
+// gone reports whether a covered group is proven empty.
+func gone(g *scope.Scope) bool {
+	empty, err := g.Empty()
+	return err == nil && empty
+}
+
+// signalAll sends sig to every covered group whose identity holds at that moment (see
+// scope.Scope.Signal: through the leader's pidfd where one is held, else after a fresh check),
+// and drops the groups that are gone or no longer proven.
 func (s *server) signalAll(sig unix.Signal) {
-	for pgid, l := range s.covered {
+	for pgid, g := range s.covered {
 		if why := s.refuse(pgid); why != "" {
 			// Registration refused it already; checked again because a slip here is kill(-1).
 			s.log.Error("supervise: refused target in the covered set", "pgid", pgid, "reason", why)
 			s.drop(pgid)
 			continue
 		}
-		tried, err := false, error(nil)
-		if l.held {
-			tried, err = signalByLeader(l.pidfd, sig)
-		}
-		if !tried {
-			ok, why := s.holds(pgid, l)
-			if !ok {
-				if why != "" {
-					s.log.Warn("supervise: not signalling", "pgid", pgid, "signal", sig.String(), "reason", why)
-				}
-				s.drop(pgid)
-				continue
-			}
-			err = unix.Kill(-pgid, sig)
-		}
-		switch err {
-		case nil:
-		case unix.ESRCH:
+		switch err := g.Signal(sig); {
+		case err == nil:
+		case errors.Is(err, procid.ErrGone):
+			s.drop(pgid)
+		case errors.Is(err, authority.ErrNoAuthority):
+			s.log.Warn("supervise: not signalling", "pgid", pgid, "signal", sig.String(), "reason", err)
 			s.drop(pgid)
 		default:
 			s.log.Warn("supervise: signal failed", "pgid", pgid, "signal", sig.String(), "err", err)
 		}
 	}
-}
-
-// groupExists reports whether some process is in the group: only ESRCH proves it empty (EPERM
-// means members we may not signal).
-func groupExists(pgid int) bool {
-	return unix.Kill(-pgid, 0) != unix.ESRCH
 }

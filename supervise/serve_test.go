@@ -202,12 +202,12 @@ func TestSweepChecksIdentityAtKillTime(t *testing.T) {
 	life := newLifeline(t)
 	g := startGroup(t, life)
 	cfg := supervise.Config{Grace: 200 * time.Millisecond, Logger: supervise.DiscardLogger}
-	supervise.SweepOne(cfg, g.pgid(), g.leader().Start+1, true)
-	supervise.SweepOne(cfg, g.pgid(), 0, false) // no leader was alive at registration: this one is new
+	supervise.SweepOne(cfg, g.pgid(), g.leader().Start+1)
+	supervise.SweepOne(cfg, g.pgid(), 0) // no leader was alive at registration: this one is new
 	if !alive(g.leader()) {
 		t.Fatalf("group %d with another leader incarnation was signalled", g.pgid())
 	}
-	supervise.SweepOne(cfg, g.pgid(), g.leader().Start, true)
+	supervise.SweepOne(cfg, g.pgid(), g.leader().Start)
 	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(g.leader()) })
 }
 

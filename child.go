@@ -94,6 +94,18 @@ func (c *Child) Signal(sig os.Signal) error {
 	return c.scope.Signal(sig)
 }
 
+// SignalGroup sends sig to the process group the child leads, the job a terminal stops and
+// continues, proven as the scope proves it (see [scope.Scope.SignalGroup]): on the process-group
+// path it is Signal; in a cgroup it reaches only the members that stayed in the child's group.
+// On Windows it returns an error wrapping [errors.ErrUnsupported]. After the child was handed to
+// another owner it refuses.
+func (c *Child) SignalGroup(sig os.Signal) error {
+	if err := c.owned(); err != nil {
+		return fmt.Errorf("custody: signal the group of pid %d: %w", c.ID.PID, err)
+	}
+	return c.scope.SignalGroup(sig)
+}
+
 // owned reports, as an error, that the child was handed to another owner.
 func (c *Child) owned() error {
 	c.releaseMu.Lock()

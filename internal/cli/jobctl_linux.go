@@ -2,6 +2,8 @@ package cli
 
 import (
 	"golang.org/x/sys/unix"
+
+	"github.com/custody-dev/custody"
 )
 
 // followStops makes custody follow its child's job control, as a shell expects of its job. When
@@ -11,11 +13,14 @@ import (
 // foreground, and continues it (bg leaves the terminal to the shell).
 //
 // waitid(WSTOPPED) consumes only stop reports, never the exit that the child's reaper waits for,
-// and P_PID names only this process's own children: it cannot meet a stranger.
-func (t *terminal) followStops(pid, pgid int) {
+// and P_PID names only this process's own children: it cannot meet a stranger. SIGCONT goes to
+// the child's group as its scope proves it (through the leader's pidfd where the kernel can), as
+// every other signal custody sends.
+func (t *terminal) followStops(child *custody.Child) {
 	if t == nil {
 		return
 	}
+	pid, pgid := child.ID.PID, child.ID.PID // the child leads its group
 	go func() {
 		for {
 			var info unix.Siginfo
@@ -32,7 +37,7 @@ func (t *terminal) followStops(pid, pgid int) {
 			if fg, err := unix.IoctlGetInt(t.fd, unix.TIOCGPGRP); err == nil && fg == t.pgrp {
 				t.handTo(pgid)
 			}
-			unix.Kill(-pgid, unix.SIGCONT)
+			child.SignalGroup(unix.SIGCONT)
 		}
 	}()
 }

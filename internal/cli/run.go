@@ -168,7 +168,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		tty.restore()
 		return err
 	}
-	tty.followStops(child.ID.PID, child.ID.PID)
+	tty.followStops(child)
 	var granted <-chan struct{} // nil, never ready, without a grant
 	if g := child.EnvGrant(); g != nil {
 		granted = g.Done()

@@ -32,7 +32,9 @@
 // not hand out a PID that is still some process group's id (Linux: a struct pid lives while any
 // task uses it as pid, pgid or sid; XNU's forkproc skips PIDs in use as a pgid or session id), so
 // a leaderless group with members is the group that was registered. A group whose leader PID now
-// names another process is never signalled.
+// names another process is never signalled. Each covered group is a process-group scope of
+// package scope, bound at registration (scope.BindGroup), the same type custody stop, reap, an
+// owner and custody run's job control signal groups through: the rule and the proof are scope's.
 //
 // The Hermes supervisor's v2 form adds a Unix socket on which a child registers its own group with
 // a token the owner reserved, its peer credentials and start proving who it is: see [RunSocket]

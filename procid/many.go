@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Result is one [Read]: the incarnation, or why there is none.
@@ -37,10 +38,14 @@ const (
 // loop divided by the cores. The result has one entry per distinct PID.
 func ReadMany(pids []int) Reads {
 	hows := make(map[int]how, len(pids))
+	uniq := make([]int, 0, len(pids))
 	for _, p := range pids {
-		hows[p] = howProc
+		if _, ok := hows[p]; !ok {
+			hows[p] = howProc
+			uniq = append(uniq, p)
+		}
 	}
-	return readAll(pids, hows)
+	return readAll(uniq, hows, make(Reads, len(uniq)))
 }
 
 // ReadRecords reads what proving recs takes, each PID once, spread over the CPUs like
@@ -63,8 +68,15 @@ func ReadRecords(recs []Record) Reads {
 		}
 		needs[r.PID] = n
 	}
-	fast := pidfsReads()
-	for pid, n := range needs { // the needs become the ways to read, in place
+	resolve(needs, pidfsReads())
+	return readAll(pids, needs, make(Reads, len(pids)))
+}
+
+// resolve turns what the records naming each PID need into the way to read it, in place: through
+// a pidfd alone when every record has a pidfs id and fast says such reads may decide, with the id
+// when some has one, and from /proc alone otherwise.
+func resolve(needs map[int]how, fast bool) {
+	for pid, n := range needs {
 		switch {
 		case n == wantID && fast:
 			needs[pid] = howPidfs
@@ -74,33 +86,59 @@ func ReadRecords(recs []Record) Reads {
 			needs[pid] = howProc
 		}
 	}
-	return readAll(pids, needs)
 }
 
-func readAll(pids []int, hows map[int]how) Reads {
-	out := make(Reads, len(hows))
-	uniq := make([]int, 0, len(hows))
+// batchSize is how many PIDs a read through pidfds takes at once (see readPidfsBatch): one poll
+// for all of them, and at most this many descriptors open per reading goroutine.
+const batchSize = 64
+
+// readAll reads each of pids, which are distinct, the way hows says, into out, and returns out.
+func readAll(pids []int, hows map[int]how, out Reads) Reads {
+	var byPidfd, other []int
 	for _, p := range pids {
-		if _, ok := out[p]; !ok {
-			out[p] = Result{}
-			uniq = append(uniq, p)
+		if hows[p] == howPidfs {
+			byPidfd = append(byPidfd, p)
+		} else {
+			other = append(other, p)
 		}
 	}
+	// Jobs: the PIDs read through pidfds in batches first, then one job per other PID.
+	uniq := append(byPidfd, other...)
 	res := make([]Result, len(uniq))
-	workers := min(runtime.GOMAXPROCS(0), len(uniq)/64+1) // a goroutine is not worth 64 reads
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(uniq); i += workers {
-				res[i] = readHow(uniq[i], hows[uniq[i]])
-			}
-		})
+	batches := (len(byPidfd) + batchSize - 1) / batchSize
+	job := func(j int) {
+		if j < batches {
+			lo := j * batchSize
+			hi := min(lo+batchSize, len(byPidfd))
+			readPidfsBatch(uniq[lo:hi], res[lo:hi])
+			return
+		}
+		i := len(byPidfd) + j - batches
+		res[i] = readHow(uniq[i], hows[uniq[i]])
 	}
-	wg.Wait()
+	workers := min(runtime.GOMAXPROCS(0), len(uniq)/64+1) // a goroutine is not worth 64 reads
+	spread(batches+len(other), workers, job)
 	for i, p := range uniq {
 		out[p] = res[i]
 	}
 	return out
+}
+
+// spread runs job(0) to job(n-1) on up to workers goroutines, the caller's among them, each
+// taking the next job not taken: jobs of unequal cost keep every goroutine busy to the end.
+func spread(n, workers int, job func(int)) {
+	var next atomic.Int64
+	run := func() {
+		for j := int(next.Add(1) - 1); j < n; j = int(next.Add(1) - 1) {
+			job(j)
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(run)
+	}
+	run()
+	wg.Wait()
 }
 
 func readHow(pid int, h how) Result {

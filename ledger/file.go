@@ -37,18 +37,18 @@ type parsed struct {
 	malformed int // elements that are not rows; dropped at the next write
 }
 
-// readFile reads and parses the ledger, decoding every field when full is true and only the
-// identity fields otherwise. A missing file is an empty roster; a file that is not a JSON array is
+// readFile reads and parses the ledger, decoding the fields d names, and calls each, unless nil,
+// with every row as soon as it is decoded. A missing file is an empty roster; a file that is not a JSON array is
 // a *CorruptError, never an empty roster.
-func readFile(path string, full bool, buf []byte) (parsed, []byte, error) {
-	p, data, held, err := readHeld(path, full, buf, false)
+func readFile(path string, d decoding, buf []byte, each func(*Row)) (parsed, []byte, error) {
+	p, data, held, err := readHeld(path, d, buf, false, each)
 	closeHeld(held)
 	return p, data, err
 }
 
 // readHeld is readFile for a writer: with hold, it returns the file still open where the OS
 // allows it (see [releaseReplaced]), or nil.
-func readHeld(path string, full bool, buf []byte, hold bool) (parsed, []byte, *os.File, error) {
+func readHeld(path string, d decoding, buf []byte, hold bool, each func(*Row)) (parsed, []byte, *os.File, error) {
 	data, held, err := readAll(path, buf, hold)
 	if errors.Is(err, fs.ErrNotExist) {
 		return parsed{}, nil, nil, nil
@@ -56,14 +56,14 @@ func readHeld(path string, full bool, buf []byte, hold bool) (parsed, []byte, *o
 	if err != nil {
 		return parsed{}, nil, nil, fmt.Errorf("read ledger: %w", err)
 	}
-	p, err := parse(path, data, full)
+	p, err := parse(path, data, d, each)
 	return p, data, held, err
 }
 
 // parse reads a ledger as leniently as the Hermes reader, so that the two agree on which files
 // are corrupt: a UTF-8 byte order mark is skipped, and a file of nothing but white space (0
 // bytes: a writer's crash between create and write, or a fresh touch) is an empty roster.
-func parse(path string, data []byte, full bool) (parsed, error) {
+func parse(path string, data []byte, d decoding, each func(*Row)) (parsed, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if len(bytes.TrimSpace(data)) == 0 {
 		return parsed{}, nil
@@ -71,9 +71,13 @@ func parse(path string, data []byte, full bool) (parsed, error) {
 	// Rows run to 300-500 bytes; reserving for one in 400 saves most of the slice's doublings,
 	// whose fresh pages cost a fault each (15 µs on some virtual machines).
 	p := parsed{rows: make([]Row, 0, len(data)/400+1)}
+	vals := new(values)
 	err := jsonscan.Array(data, func(elem []byte) error {
-		if r, ok := decodeRow(elem, full); ok {
+		if r, ok := decodeRow(elem, d, vals); ok {
 			p.rows = append(p.rows, r)
+			if each != nil {
+				each(&p.rows[len(p.rows)-1])
+			}
 		} else {
 			p.malformed++
 		}

@@ -89,7 +89,7 @@ func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row)
 // It also returns the file, still open where the OS allows, for the write to release once it has
 // replaced it (see releaseReplaced).
 func (l *Ledger) readLocked(rep *Report, buf []byte) (parsed, []byte, *os.File, error) {
-	p, data, held, err := readHeld(l.path, false, buf, true)
+	p, data, held, err := readHeld(l.path, decodeIdentity, buf, true, nil)
 	if data != nil {
 		buf = data
 	}
@@ -131,11 +131,15 @@ func (l *Ledger) Add(ctx context.Context, row Row) (Report, error) {
 // Rows reads every row without the lock: the atomic rename makes every read see a whole file. A
 // corrupt file is quarantined under the lock before Rows returns an empty list together with the
 // *CorruptError (whose MovedTo says where the bytes went), so a roster is never silently empty.
-func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
+func (l *Ledger) Rows(ctx context.Context) ([]Row, error) { return l.rows(ctx, decodeFull, nil) }
+
+// rows is Rows, decoding the fields d names, and calling each, unless nil, with every row as
+// soon as it is decoded (also rows of a read that then turns out corrupt).
+func (l *Ledger) rows(ctx context.Context, d decoding, each func(*Row)) ([]Row, error) {
 	if err := checkTrust(l.path); err != nil {
 		return nil, err
 	}
-	p, err := l.read(ctx)
+	p, err := l.read(ctx, d, each)
 	if _, ok := errors.AsType[*CorruptError](err); ok {
 		rep, uerr := l.Update(ctx, nil, func(rows []Row) ([]Row, error) { return rows, nil })
 		if uerr != nil {
@@ -144,7 +148,7 @@ func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
 		if rep.Quarantined != nil {
 			return nil, rep.Quarantined
 		}
-		p, err = l.read(ctx) // another writer quarantined it meanwhile
+		p, err = l.read(ctx, d, each) // another writer quarantined it meanwhile
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -154,7 +158,7 @@ func (l *Ledger) Rows(ctx context.Context) ([]Row, error) {
 
 // read reads the file as a reader: without the lock, or under the shared lock where the OS needs
 // it (see readersLock).
-func (l *Ledger) read(ctx context.Context) (parsed, error) {
+func (l *Ledger) read(ctx context.Context, d decoding, each func(*Row)) (parsed, error) {
 	if readersLock {
 		if _, err := os.Stat(l.path + ".lock"); err == nil {
 			unlock, err := lockAs(ctx, l.path+".lock", cmp.Or(l.LockTimeout, DefaultLockTimeout), true)
@@ -164,7 +168,7 @@ func (l *Ledger) read(ctx context.Context) (parsed, error) {
 			defer unlock()
 		}
 	}
-	p, _, err := readFile(l.path, true, nil)
+	p, _, err := readFile(l.path, d, nil, each)
 	return p, err
 }
 
@@ -217,7 +221,7 @@ func Peek(path string) ([]Row, error) {
 	if err := checkTrust(path); err != nil {
 		return nil, err
 	}
-	p, _, err := readFile(path, true, nil)
+	p, _, err := readFile(path, decodeFull, nil, nil)
 	return p.rows, err
 }
 

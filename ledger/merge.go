@@ -89,7 +89,7 @@ func mergeRow(row, old Row) (Row, error) {
 	}
 	merged = append(merged[:len(merged)-1], extra...) // before the closing brace
 	merged = append(merged, '}')
-	out, ok := decodeRow(merged, true)
+	out, ok := decodeRow(merged, decodeFull, nil)
 	if !ok {
 		return row, nil // cannot happen: both halves were valid rows
 	}

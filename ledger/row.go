@@ -51,6 +51,16 @@ type Row struct {
 	identityOnly bool
 }
 
+// decoding says which fields a read decodes from each row's bytes. Every row keeps all its
+// bytes whatever the decoding: what is not decoded reads as absent, and [Row.Decoded] decodes it.
+type decoding uint8
+
+const (
+	decodeFull     decoding = iota // every field
+	decodeIdentity                 // what a write needs (see [Ledger.Update] and identityKey)
+	decodeJudge                    // what judging liveness needs (see [Ledger.Query] and judgeKey)
+)
+
 // Record returns what the row remembers of its process's incarnation.
 func (r Row) Record() procid.Record {
 	return procid.Record{PID: r.PID, StartTicks: r.StartTicks, BootID: r.BootID, BootStart: r.BootStart,
@@ -106,7 +116,7 @@ func (r *Row) Set(key string, v any) error {
 	if r.raw, err = json.Marshal(fields); err != nil {
 		return fmt.Errorf("ledger: set %s: %w", key, err)
 	}
-	r.decodeField(key, val)
+	r.decodeField(key, val, nil)
 	r.identityOnly = false
 	return nil
 }
@@ -118,7 +128,7 @@ func (r Row) Decoded() Row {
 	if r.raw == nil {
 		return r
 	}
-	full, _ := decodeRow(r.raw, true)
+	full, _ := decodeRow(r.raw, decodeFull, nil)
 	return full
 }
 
@@ -134,22 +144,35 @@ func (r Row) Raw() ([]byte, error) {
 // malformed row: not an object, or without a positive integer pid. Fields of an unexpected type
 // read as absent but keep their bytes. raw is kept as given: the caller owns it.
 //
-// With full false only the identity fields are decoded (see [Ledger.Update]): a write at 1,000
-// rows cannot afford to unescape every row's strings it will write back as bytes anyway.
-func decodeRow(raw []byte, full bool) (r Row, ok bool) {
+// Only the fields of the decoding are decoded: a write at 1,000 rows cannot afford to unescape
+// every row's strings it will write back as bytes anyway (decodeIdentity), nor a liveness query
+// the fields it never looks at (decodeJudge). The values the row's pointers point to are kept in
+// vals (see values), which may be nil.
+func decodeRow(raw []byte, d decoding, vals *values) (r Row, ok bool) {
 	wellTyped := true
 	isObj := jsonscan.Members(raw, func(k, v []byte) bool {
 		if identityNumber(k) && !numberOrNull(v) {
 			wellTyped = false
 		}
-		if full || identityKey(k) {
-			r.decodeField(string(k), v)
+		if d.has(k) {
+			r.decodeField(string(k), v, vals)
 		}
 		return true
 	})
 	r.raw = raw
-	r.identityOnly = !full
+	r.identityOnly = d == decodeIdentity
 	return r, isObj && wellTyped && r.PID > 0
+}
+
+// has reports whether the decoding decodes the field.
+func (d decoding) has(k []byte) bool {
+	switch d {
+	case decodeIdentity:
+		return identityKey(k)
+	case decodeJudge:
+		return judgeKey(k)
+	}
+	return true
 }
 
 // identityNumber reports whether a field names the row's process and must be a number (or null):
@@ -179,22 +202,35 @@ func identityKey(k []byte) bool {
 	return false
 }
 
-func (r *Row) decodeField(key string, v []byte) {
+// judgeKey reports whether judging a row's liveness and its spawner's needs the field: the
+// process's identity (see [Row.Record]), the spawner's ([Row.SpawnerRecord]), and the install a
+// query may select by.
+func judgeKey(k []byte) bool {
+	switch string(k) {
+	case "pid", "create_time", "boot_id", "boot_start", "start_ticks", "pidfd_id",
+		"spawner_pid", "spawner_create", "spawner_boot", "spawner_start_ticks", "spawner_pidfd_id",
+		"install":
+		return true
+	}
+	return false
+}
+
+func (r *Row) decodeField(key string, v []byte, vals *values) {
 	switch key {
 	case "pid":
 		if n, ok := jsonscan.Int(v); ok && n > 0 && n <= maxPID {
 			r.PID = int(n)
 		}
 	case "create_time":
-		r.CreateTime = floatPtr(v)
+		r.CreateTime = floatPtr(v, vals)
 	case "purpose":
 		r.Purpose, _ = jsonscan.String(v)
 	case "install":
 		r.Install, _ = jsonscan.String(v)
 	case "spawner_pid":
-		r.SpawnerPID = intPtr(v)
+		r.SpawnerPID = intPtr(v, vals)
 	case "spawner_create":
-		r.SpawnerCreate = floatPtr(v)
+		r.SpawnerCreate = floatPtr(v, vals)
 	case "registered_at":
 		r.RegisteredAt, _ = jsonscan.Float(v)
 	case "argv":
@@ -202,7 +238,7 @@ func (r *Row) decodeField(key string, v []byte) {
 	case "host":
 		r.Host, _ = jsonscan.String(v)
 	case "port":
-		r.Port = intPtr(v)
+		r.Port = intPtr(v, vals)
 	case "profile":
 		r.Profile, _ = jsonscan.String(v)
 	case "hermes_home":
@@ -210,30 +246,28 @@ func (r *Row) decodeField(key string, v []byte) {
 	case "isolated":
 		r.Isolated, _ = jsonscan.Bool(v)
 	case "boot_start":
-		r.BootStart = floatPtr(v)
+		r.BootStart = floatPtr(v, vals)
 	case "spawner_boot":
-		r.SpawnerBoot = floatPtr(v)
+		r.SpawnerBoot = floatPtr(v, vals)
 	case "boot_id":
-		if s, ok := jsonscan.String(v); ok {
-			r.BootID = &s
-		}
+		r.BootID = vals.bootID(v)
 	default:
-		r.decodeCustodyField(key, v)
+		r.decodeCustodyField(key, v, vals)
 	}
 }
 
-func (r *Row) decodeCustodyField(key string, v []byte) {
+func (r *Row) decodeCustodyField(key string, v []byte, vals *values) {
 	switch key {
 	case "start_ticks":
-		r.StartTicks = uintPtr(v)
+		r.StartTicks = uintPtr(v, vals)
 	case "spawner_start_ticks":
-		r.SpawnerStartTicks = uintPtr(v)
+		r.SpawnerStartTicks = uintPtr(v, vals)
 	case "pidfd_id":
-		r.PidfdID = idPtr(v)
+		r.PidfdID = idPtr(v, vals)
 	case "spawner_pidfd_id":
-		r.SpawnerPidfdID = idPtr(v)
+		r.SpawnerPidfdID = idPtr(v, vals)
 	case "pgid":
-		r.PGID = intPtr(v)
+		r.PGID = intPtr(v, vals)
 	case "scope":
 		r.Scope, _ = jsonscan.String(v)
 	case "reapable":
@@ -241,15 +275,15 @@ func (r *Row) decodeCustodyField(key string, v []byte) {
 			r.Reapable = &b
 		}
 	case "generation":
-		r.Generation = intPtr(v)
+		r.Generation = intPtr(v, vals)
 	case "owner":
-		r.Owner = intPtr(v)
+		r.Owner = intPtr(v, vals)
 	case "containment":
 		r.Containment, _ = jsonscan.String(v)
 	case "cgroup":
 		r.Cgroup, _ = jsonscan.String(v)
 	case "cgroup_id":
-		r.CgroupID = uintPtr(v)
+		r.CgroupID = uintPtr(v, vals)
 	}
 }
 
@@ -259,41 +293,38 @@ const maxPID = 1<<31 - 1
 
 // intPtr accepts a JSON number that is an integer within pid_t's range; 12.0 is 12, 12.5 and
 // "12" are not integers.
-func intPtr(v []byte) *int {
+func intPtr(v []byte, vals *values) *int {
 	n, ok := jsonscan.Int(v)
 	if !ok || n < -maxPID || n > maxPID {
 		return nil
 	}
-	i := int(n)
-	return &i
+	return vals.int(int(n))
 }
 
-func uintPtr(v []byte) *uint64 {
+func uintPtr(v []byte, vals *values) *uint64 {
 	n, ok := jsonscan.Int(v)
 	if !ok || n < 0 {
 		return nil
 	}
-	u := uint64(n)
-	return &u
+	return vals.uint(uint64(n))
 }
 
 // idPtr accepts a pidfs id: a positive integer. Anything else (0, negative, fractional, a string)
 // is no id, so the row falls back to its start ticks; it can never be taken for a match.
-func idPtr(v []byte) *uint64 {
+func idPtr(v []byte, vals *values) *uint64 {
 	n, ok := jsonscan.Int(v)
 	if !ok || n <= 0 {
 		return nil
 	}
-	u := uint64(n)
-	return &u
+	return vals.uint(uint64(n))
 }
 
-func floatPtr(v []byte) *float64 {
+func floatPtr(v []byte, vals *values) *float64 {
 	f, ok := jsonscan.Float(v)
 	if !ok {
 		return nil
 	}
-	return &f
+	return vals.float(f)
 }
 
 // Reparse decodes one row from its JSON bytes (for example a row of `custody ps --json`).
@@ -301,7 +332,7 @@ func Reparse(raw []byte) (Row, error) {
 	var r Row
 	var ok bool
 	err := jsonscan.Array(append(append([]byte("["), raw...), ']'), func(elem []byte) error {
-		r, ok = decodeRow(elem, true)
+		r, ok = decodeRow(elem, decodeFull, nil)
 		return nil
 	})
 	switch {

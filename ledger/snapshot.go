@@ -69,7 +69,7 @@ func snapshotRows(rows []Row) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows[i], _ = decodeRow(raw, false)
+		rows[i], _ = decodeRow(raw, decodeIdentity, nil)
 	}
 	return rows, nil
 }

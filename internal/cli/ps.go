@@ -73,7 +73,16 @@ func runPs(ctx context.Context, o *psOptions) error {
 	if err != nil {
 		return err
 	}
-	rows, err := l.Rows(ctx)
+	q := ledger.Query{Install: o.install}
+	var entries []ledger.Entry
+	if o.json { // the rows' own bytes are printed: only what judging reads is decoded
+		entries, err = l.Query(ctx, q)
+	} else {
+		var rows []ledger.Row
+		if rows, err = l.Rows(ctx); err == nil {
+			entries = ledger.Judge(rows, q)
+		}
+	}
 	if ce, ok := errors.AsType[*ledger.CorruptError](err); ok {
 		fmt.Fprintf(o.stderr, "custody: warning: %v; listing no rows\n", ce)
 		err = nil
@@ -81,7 +90,6 @@ func runPs(ctx context.Context, o *psOptions) error {
 	if err != nil {
 		return err
 	}
-	entries := ledger.Judge(rows, ledger.Query{Install: o.install})
 	if o.json {
 		return writePsJSON(o.stdout, entries)
 	}

@@ -38,7 +38,7 @@ type parsed struct {
 }
 
 // readFile reads and parses the ledger, decoding the fields d names, and calls each, unless nil,
-// with every row as soon as it is decoded. A missing file is an empty roster; a file that is not a JSON array is
+// with every row as soon as it is decoded (the pointer is valid during the call). A missing file is an empty roster; a file that is not a JSON array is
 // a *CorruptError, never an empty roster.
 func readFile(path string, d decoding, buf []byte, each func(*Row)) (parsed, []byte, error) {
 	p, data, held, err := readHeld(path, d, buf, false, each)
@@ -73,12 +73,13 @@ func parse(path string, data []byte, d decoding, each func(*Row)) (parsed, error
 	p := parsed{rows: make([]Row, 0, len(data)/400+1)}
 	vals := new(values)
 	err := jsonscan.Array(data, func(elem []byte) error {
-		if r, ok := decodeRow(elem, d, vals); ok {
-			p.rows = append(p.rows, r)
+		p.rows = append(p.rows, Row{}) // decoded in place: a row is 300 bytes to copy
+		if r := &p.rows[len(p.rows)-1]; r.decodeFrom(elem, d, vals) {
 			if each != nil {
-				each(&p.rows[len(p.rows)-1])
+				each(r)
 			}
 		} else {
+			p.rows = p.rows[:len(p.rows)-1]
 			p.malformed++
 		}
 		return nil

@@ -49,17 +49,8 @@ type Row struct {
 	// identityOnly: decoded from raw with the identity fields only, as the write path reads, and
 	// unchanged by Set since (see snapshotRows).
 	identityOnly bool
+	foreign      bool // raw has a field custody does not know
 }
-
-// decoding says which fields a read decodes from each row's bytes. Every row keeps all its
-// bytes whatever the decoding: what is not decoded reads as absent, and [Row.Decoded] decodes it.
-type decoding uint8
-
-const (
-	decodeFull     decoding = iota // every field
-	decodeIdentity                 // what a write needs (see [Ledger.Update] and identityKey)
-	decodeJudge                    // what judging liveness needs (see [Ledger.Query] and judgeKey)
-)
 
 // Record returns what the row remembers of its process's incarnation.
 func (r Row) Record() procid.Record {
@@ -132,6 +123,10 @@ func (r Row) Decoded() Row {
 	return full
 }
 
+// Foreign reports whether the row has a field that custody does not know, one that another
+// program (or a later custody) wrote: a row without one holds no field but those of [Row].
+func (r Row) Foreign() bool { return r.foreign }
+
 // Raw returns the row's JSON encoding: its original bytes while unchanged.
 func (r Row) Raw() ([]byte, error) {
 	if r.raw != nil {
@@ -149,41 +144,28 @@ func (r Row) Raw() ([]byte, error) {
 // the fields it never looks at (decodeJudge). The values the row's pointers point to are kept in
 // vals (see values), which may be nil.
 func decodeRow(raw []byte, d decoding, vals *values) (r Row, ok bool) {
+	ok = r.decodeFrom(raw, d, vals)
+	return r, ok
+}
+
+// decodeFrom is decodeRow into r, which is zero.
+func (r *Row) decodeFrom(raw []byte, d decoding, vals *values) bool {
 	wellTyped := true
 	isObj := jsonscan.Members(raw, func(k, v []byte) bool {
-		if identityNumber(k) && !numberOrNull(v) {
+		f := fieldOf(k)
+		if f.identityNumber() && !numberOrNull(v) {
 			wellTyped = false
 		}
-		if d.has(k) {
-			r.decodeField(string(k), v, vals)
+		if f == fieldUnknown {
+			r.foreign = true
+		} else if d.has(f) {
+			r.decode(f, v, vals)
 		}
 		return true
 	})
 	r.raw = raw
 	r.identityOnly = d == decodeIdentity
-	return r, isObj && wellTyped && r.PID > 0
-}
-
-// has reports whether the decoding decodes the field.
-func (d decoding) has(k []byte) bool {
-	switch d {
-	case decodeIdentity:
-		return identityKey(k)
-	case decodeJudge:
-		return judgeKey(k)
-	}
-	return true
-}
-
-// identityNumber reports whether a field names the row's process and must be a number (or null):
-// a row whose create_time is NaN or a string names no process, and no read may take it for one
-// whose identity is merely unrecorded.
-func identityNumber(k []byte) bool {
-	switch string(k) {
-	case "pid", "create_time", "boot_start", "start_ticks":
-		return true
-	}
-	return false
+	return isObj && wellTyped && r.PID > 0
 }
 
 // numberOrNull reports whether v is a finite JSON number or null.
@@ -192,97 +174,83 @@ func numberOrNull(v []byte) bool {
 	return ok || jsonscan.IsNull(v)
 }
 
-// identityKey reports whether a write needs the field: pruning proves identity, and Drop and
-// Same match registrations.
-func identityKey(k []byte) bool {
-	switch string(k) {
-	case "pid", "create_time", "boot_id", "boot_start", "start_ticks", "registered_at", "pidfd_id":
-		return true
-	}
-	return false
-}
-
-// judgeKey reports whether judging a row's liveness and its spawner's needs the field: the
-// process's identity (see [Row.Record]), the spawner's ([Row.SpawnerRecord]), and the install a
-// query may select by.
-func judgeKey(k []byte) bool {
-	switch string(k) {
-	case "pid", "create_time", "boot_id", "boot_start", "start_ticks", "pidfd_id",
-		"spawner_pid", "spawner_create", "spawner_boot", "spawner_start_ticks", "spawner_pidfd_id",
-		"install":
-		return true
-	}
-	return false
-}
-
+// decodeField decodes the field named key.
 func (r *Row) decodeField(key string, v []byte, vals *values) {
-	switch key {
-	case "pid":
+	if f := fieldOf([]byte(key)); f != fieldUnknown {
+		r.decode(f, v, vals)
+	} else {
+		r.foreign = true
+	}
+}
+
+func (r *Row) decode(f field, v []byte, vals *values) {
+	switch f {
+	case fieldPID:
 		if n, ok := jsonscan.Int(v); ok && n > 0 && n <= maxPID {
 			r.PID = int(n)
 		}
-	case "create_time":
+	case fieldCreateTime:
 		r.CreateTime = floatPtr(v, vals)
-	case "purpose":
+	case fieldPurpose:
 		r.Purpose, _ = jsonscan.String(v)
-	case "install":
+	case fieldInstall:
 		r.Install, _ = jsonscan.String(v)
-	case "spawner_pid":
+	case fieldSpawnerPID:
 		r.SpawnerPID = intPtr(v, vals)
-	case "spawner_create":
+	case fieldSpawnerCreate:
 		r.SpawnerCreate = floatPtr(v, vals)
-	case "registered_at":
+	case fieldRegisteredAt:
 		r.RegisteredAt, _ = jsonscan.Float(v)
-	case "argv":
+	case fieldArgv:
 		r.Argv, _ = jsonscan.String(v)
-	case "host":
+	case fieldHost:
 		r.Host, _ = jsonscan.String(v)
-	case "port":
+	case fieldPort:
 		r.Port = intPtr(v, vals)
-	case "profile":
+	case fieldProfile:
 		r.Profile, _ = jsonscan.String(v)
-	case "hermes_home":
+	case fieldHermesHome:
 		r.HermesHome, _ = jsonscan.String(v)
-	case "isolated":
+	case fieldIsolated:
 		r.Isolated, _ = jsonscan.Bool(v)
-	case "boot_start":
+	case fieldBootStart:
 		r.BootStart = floatPtr(v, vals)
-	case "spawner_boot":
+	case fieldSpawnerBoot:
 		r.SpawnerBoot = floatPtr(v, vals)
-	case "boot_id":
+	case fieldBootID:
 		r.BootID = vals.bootID(v)
 	default:
-		r.decodeCustodyField(key, v, vals)
+		r.decodeCustodyField(f, v, vals)
 	}
 }
 
-func (r *Row) decodeCustodyField(key string, v []byte, vals *values) {
-	switch key {
-	case "start_ticks":
+func (r *Row) decodeCustodyField(f field, v []byte, vals *values) {
+	switch f {
+	case fieldStartTicks:
 		r.StartTicks = uintPtr(v, vals)
-	case "spawner_start_ticks":
+	case fieldSpawnerStartTicks:
 		r.SpawnerStartTicks = uintPtr(v, vals)
-	case "pidfd_id":
+	case fieldPidfdID:
 		r.PidfdID = idPtr(v, vals)
-	case "spawner_pidfd_id":
+	case fieldSpawnerPidfdID:
 		r.SpawnerPidfdID = idPtr(v, vals)
-	case "pgid":
+	case fieldPGID:
 		r.PGID = intPtr(v, vals)
-	case "scope":
+	case fieldScope:
 		r.Scope, _ = jsonscan.String(v)
-	case "reapable":
+	case fieldReapable:
 		if b, ok := jsonscan.Bool(v); ok {
 			r.Reapable = &b
 		}
-	case "generation":
+	case fieldGeneration:
 		r.Generation = intPtr(v, vals)
-	case "owner":
+	case fieldOwner:
 		r.Owner = intPtr(v, vals)
-	case "containment":
+	case fieldContainment:
 		r.Containment, _ = jsonscan.String(v)
-	case "cgroup":
+	case fieldCgroup:
 		r.Cgroup, _ = jsonscan.String(v)
-	case "cgroup_id":
+	case fieldCgroupID:
 		r.CgroupID = uintPtr(v, vals)
 	}
 }

@@ -173,9 +173,10 @@ func TestPsCorrupt(t *testing.T) {
 	}
 }
 
-// TestPsStatesNotRewritable: ps --json replaces the state fields another program wrote in a row;
-// when that row cannot be rewritten (a NaN, which the ledger keeps byte for byte), ps fails with
-// one line instead of passing the other program's states off as its own.
+// TestPsStatesNotRewritable: ps --json replaces the state fields another program wrote in a row,
+// also when their names are spelled with escapes; when that row cannot be rewritten (a NaN, which
+// the ledger keeps byte for byte), ps fails with one line instead of passing the other program's
+// states off as its own.
 func TestPsStatesNotRewritable(t *testing.T) {
 	self, err := procid.Self() // a live process for the row
 	if err != nil {
@@ -184,11 +185,11 @@ func TestPsStatesNotRewritable(t *testing.T) {
 	led := ledgerPath(t)
 	os.MkdirAll(filepath.Dir(led), 0o700)
 	for _, tc := range []struct {
-		load string
-		code int
-	}{{"0.5", 0}, {"NaN", 1}} {
-		row := fmt.Sprintf(`[{"pid": %d, "create_time": %.3f, "purpose": "serve", "load": %s, "state": "gone", "spawner_state": "gone"}]`,
-			self.PID, self.CreateTime, tc.load)
+		state, load string
+		code        int
+	}{{"state", "0.5", 0}, {`st\u0061te`, "0.5", 0}, {"state", "NaN", 1}} {
+		row := fmt.Sprintf(`[{"pid": %d, "create_time": %.3f, "purpose": "serve", "load": %s, "%s": "gone", "spawner_%[4]s": "gone"}]`,
+			self.PID, self.CreateTime, tc.load, tc.state)
 		if err := os.WriteFile(led, []byte(row), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -200,8 +201,8 @@ func TestPsStatesNotRewritable(t *testing.T) {
 			checkOneLineError(t, "ps --json over a NaN row naming state", r, tc.code)
 			continue
 		}
-		if strings.Count(r.stdout, `"state"`) != 1 || strings.Contains(r.stdout, `"state":"gone"`) {
-			t.Errorf("load %s: the other program's state passed through: %s", tc.load, r.stdout)
+		if strings.Count(r.stdout, `"state"`) != 1 || strings.Contains(r.stdout, "gone") {
+			t.Errorf("%s, load %s: the other program's state passed through: %s", tc.state, tc.load, r.stdout)
 		}
 	}
 }

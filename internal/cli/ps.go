@@ -110,7 +110,7 @@ func writePsJSON(w io.Writer, entries []ledger.Entry) error {
 			b.WriteString(",")
 		}
 		b.WriteString("\n")
-		if err := writeWithStates(b, raw, e.State.String(), e.SpawnerState); err != nil {
+		if err := writeWithStates(b, raw, e.Foreign(), e.State.String(), e.SpawnerState); err != nil {
 			return fmt.Errorf("ps: pid %d: %w", e.PID, err)
 		}
 	}
@@ -124,10 +124,12 @@ func writePsJSON(w io.Writer, entries []ledger.Entry) error {
 // A row that names those fields and cannot be rewritten (its bytes hold a NaN, which the
 // rewrite's decoder refuses) is an error: written as it is, it would carry the other program's
 // states as custody's, and appended to, it would name each field twice.
-func writeWithStates(b *bufio.Writer, raw []byte, state, spawner string) error {
-	// One scan for both names: `state"` ends "state" and "spawner_state" alike (and, harmlessly,
-	// any other name ending so, which takes the slow path for nothing).
-	if bytes.Contains(raw, []byte(`state"`)) {
+//
+// Only a foreign row (see [ledger.Row.Foreign]) can name them, and only such a row is searched:
+// `state"` ends "state" and "spawner_state" alike (and, harmlessly, any other name ending so,
+// which takes the slow path for nothing), and a backslash may spell either name in escapes.
+func writeWithStates(b *bufio.Writer, raw []byte, foreign bool, state, spawner string) error {
+	if foreign && (bytes.Contains(raw, []byte(`state"`)) || bytes.IndexByte(raw, '\\') >= 0) {
 		r, err := ledger.Reparse(raw)
 		if err == nil {
 			err = r.Set("state", state)

@@ -189,11 +189,25 @@ func (g *group) empty() (bool, error) {
 	return g.emptyLocked()
 }
 
-// emptyLocked reports whether no member is alive. A pinned group asks the kernel about the
-// leader's own group; a checked one asks by number, which after the group emptied could find a
-// stranger's group and answer "not empty", never the reverse. kill(2) counts zombies, so members
-// are then looked for by a /proc scan (Linux; on macOS zombies count as members).
+// emptyLocked reports whether no member is alive, scanning /proc for one when the group has
+// members (see emptyBy).
 func (g *group) emptyLocked() (bool, error) {
+	return g.emptyBy(func() (bool, error) { return procid.GroupHasLive(g.pgid) })
+}
+
+// emptyIn is empty with the live members looked up in a census.
+func (g *group) emptyIn(c *Census) (bool, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.emptyBy(func() (bool, error) { return c.hasLive(g.pgid) })
+}
+
+// emptyBy reports whether no member is alive. A pinned group asks the kernel about the leader's
+// own group; a checked one asks by number, which after the group emptied could find a stranger's
+// group and answer "not empty", never the reverse. kill(2) counts zombies, so members are then
+// looked for by hasLive, a scan of /proc (Linux; on macOS, where it is unsupported, zombies count
+// as members).
+func (g *group) emptyBy(hasLive func() (bool, error)) (bool, error) {
 	if g.pgid <= 1 {
 		return false, fmt.Errorf("scope: group %d: not a process group id", g.pgid)
 	}
@@ -203,7 +217,7 @@ func (g *group) emptyLocked() (bool, error) {
 		// Members exist, but kill(2) counts zombies: a scan may prove they all have exited. A scan
 		// that cannot see every process (hidepid, an unreadable one) proves nothing either way,
 		// and says why rather than answering "not empty" for a group that may be all zombies.
-		live, err := procid.GroupHasLive(g.pgid)
+		live, err := hasLive()
 		if errors.Is(err, errors.ErrUnsupported) { // macOS: no scan, and zombies count
 			return false, nil
 		}

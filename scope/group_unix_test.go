@@ -113,11 +113,20 @@ func TestGroupSignalsEveryMember(t *testing.T) {
 		if empty, err := s.Empty(); err != nil || empty {
 			t.Fatalf("Empty() = %v, %v; want false, nil", empty, err)
 		}
+		var before scope.Census
+		if empty, err := s.EmptyIn(&before); err != nil || empty {
+			t.Fatalf("EmptyIn() = %v, %v; want false, nil", empty, err)
+		}
 		if err := s.Signal(syscall.SIGTERM); err != nil {
 			t.Fatalf("Signal: %v", err)
 		}
 		if err := s.Wait(waitCtx(t)); err != nil {
 			t.Fatalf("Wait: %v", err)
+		}
+		// Exited, not yet reaped: kill(2) and the pidfd still count the zombies; a census does not.
+		var after scope.Census
+		if empty, err := s.EmptyIn(&after); err != nil || !empty {
+			t.Fatalf("EmptyIn() of a group of zombies = %v, %v; want true, nil", empty, err)
 		}
 		wantSignaled(t, leader, syscall.SIGTERM)
 		wantSignaled(t, member, syscall.SIGTERM)

@@ -60,6 +60,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 
 	"github.com/custody-dev/custody/internal/backoff"
 	"github.com/custody-dev/custody/procid"
@@ -248,6 +249,30 @@ func (s *Scope) Ask() (string, error) { return s.ask() }
 // members. A cgroup holds no zombie: a process leaves it as it exits. On Windows it asks
 // the job for its count of active processes.
 func (s *Scope) Empty() (bool, error) { return s.empty() }
+
+// Census is one look at which process groups have a live member: on Linux a single /proc scan,
+// made at its first question and shared by every later [Scope.EmptyIn] given it. A caller that
+// asks many process-group scopes at once (a supervisor polling everything it covers) uses one
+// census a round instead of one scan a group; a round in which no group has members scans
+// nothing. A census is stale once taken: use a new one for each round of questions. The zero
+// Census is ready to use.
+type Census struct {
+	once sync.Once
+	live map[int]bool
+	err  error // why the scan proves nothing (macOS has none; hidepid hides processes)
+}
+
+// hasLive reports whether the census saw a live member of pgid, taking it if not yet taken; on
+// error it reports true, as procid.GroupHasLive does.
+func (c *Census) hasLive(pgid int) (bool, error) {
+	c.once.Do(func() { c.live, c.err = procid.LiveGroups() })
+	return c.err != nil || c.live[pgid], c.err
+}
+
+// EmptyIn is [Scope.Empty] with a process group's live members looked up in c, not by a scan of
+// its own; whether the group has members at all is still asked now (through the leader's pidfd,
+// or by number). For other scopes it is Empty.
+func (s *Scope) EmptyIn(c *Census) (bool, error) { return s.emptyIn(c) }
 
 // Wait polls [Scope.Empty], from every 1 ms up to every 100 ms, until the scope is empty or ctx
 // is done, and returns nil only when it saw the scope empty. When ctx ends first the error wraps

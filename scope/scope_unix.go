@@ -196,6 +196,13 @@ func (s *Scope) empty() (bool, error) {
 	return !pop, err
 }
 
+func (s *Scope) emptyIn(c *Census) (bool, error) {
+	if s.sys.cg == nil {
+		return s.sys.group.emptyIn(c)
+	}
+	return s.empty()
+}
+
 func (s *Scope) wait(ctx context.Context) error {
 	if s.sys.cg == nil {
 		return s.sys.group.wait(ctx)

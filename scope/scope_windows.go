@@ -110,6 +110,8 @@ func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
 	return nil, fmt.Errorf("scope: process group %d on windows: %w", pgid, errors.ErrUnsupported)
 }
 
+func (s *Scope) emptyIn(*Census) (bool, error) { return s.empty() }
+
 func bindGroup(pgid int, leader procid.ID) (*Scope, error) { return fromGroup(pgid, leader) }
 
 func (s *Scope) pgid() int { return 0 }

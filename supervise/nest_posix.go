@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 )
 
 // Bounds of the nest socket: connections read at once, groups covered for nested owners, and
@@ -230,8 +231,9 @@ func (s *nestServer) inScope(p procid.Incarnation) bool {
 
 // prune forgets nested groups that are gone, and returns how many are left.
 func (s *nestServer) prune() int {
+	var census scope.Census
 	for pgid := range s.by {
-		if g, ok := s.covered[pgid]; !ok || gone(g) {
+		if g, ok := s.covered[pgid]; !ok || gone(g, &census) {
 			s.drop(pgid)
 			delete(s.by, pgid)
 		}

@@ -175,17 +175,21 @@ func (s *server) sweepGroups(deadline time.Time) {
 			return
 		}
 		time.Sleep(min(pollInterval, left))
+		// One /proc scan a poll for all the groups, not one a group: a thousand groups whose
+		// members are zombies (which their new parent may be slow to reap, or never reap)
+		// would otherwise cost a thousand scans a poll.
+		var census scope.Census
 		for pgid, g := range s.covered {
-			if gone(g) {
+			if gone(g, &census) {
 				s.drop(pgid)
 			}
 		}
 	}
 }
 
-// gone reports whether a covered group is proven empty.
-func gone(g *scope.Scope) bool {
-	empty, err := g.Empty()
+// gone reports whether a covered group is proven empty, its live members looked up in census.
+func gone(g *scope.Scope, census *scope.Census) bool {
+	empty, err := g.EmptyIn(census)
 	return err == nil && empty
 }
 

@@ -152,13 +152,16 @@ func decodeRow(raw []byte, d decoding, vals *values) (r Row, ok bool) {
 func (r *Row) decodeFrom(raw []byte, d decoding, vals *values) bool {
 	wellTyped := true
 	isObj := jsonscan.Members(raw, func(k, v []byte) bool {
-		f := fieldOf(k)
-		if f.identityNumber() && !numberOrNull(v) {
-			wellTyped = false
-		}
-		if f == fieldUnknown {
+		switch f := fieldOf(k); {
+		case f == fieldUnknown:
 			r.foreign = true
-		} else if d.has(f) {
+		case f.identityNumber() && d.has(f):
+			if !r.decodeNumber(f, v, vals) && !numberOrNull(v) {
+				wellTyped = false
+			}
+		case f.identityNumber():
+			wellTyped = wellTyped && numberOrNull(v)
+		case d.has(f):
 			r.decode(f, v, vals)
 		}
 		return true
@@ -166,6 +169,29 @@ func (r *Row) decodeFrom(raw []byte, d decoding, vals *values) bool {
 	r.raw = raw
 	r.identityOnly = d == decodeIdentity
 	return isObj && wellTyped && r.PID > 0
+}
+
+// decodeNumber decodes an identity number, and reports whether v was one: a number decoded
+// needs no second parse to be known as one.
+func (r *Row) decodeNumber(f field, v []byte, vals *values) bool {
+	switch f {
+	case fieldPID:
+		n, ok := jsonscan.Int(v)
+		if ok && n > 0 && n <= maxPID {
+			r.PID = int(n)
+		}
+		return ok
+	case fieldCreateTime:
+		r.CreateTime = floatPtr(v, vals)
+		return r.CreateTime != nil
+	case fieldBootStart:
+		r.BootStart = floatPtr(v, vals)
+		return r.BootStart != nil
+	case fieldStartTicks:
+		r.StartTicks = uintPtr(v, vals)
+		return r.StartTicks != nil
+	}
+	return false
 }
 
 // numberOrNull reports whether v is a finite JSON number or null.
@@ -185,12 +211,8 @@ func (r *Row) decodeField(key string, v []byte, vals *values) {
 
 func (r *Row) decode(f field, v []byte, vals *values) {
 	switch f {
-	case fieldPID:
-		if n, ok := jsonscan.Int(v); ok && n > 0 && n <= maxPID {
-			r.PID = int(n)
-		}
-	case fieldCreateTime:
-		r.CreateTime = floatPtr(v, vals)
+	case fieldPID, fieldCreateTime, fieldBootStart, fieldStartTicks:
+		r.decodeNumber(f, v, vals)
 	case fieldPurpose:
 		r.Purpose, _ = jsonscan.String(v)
 	case fieldInstall:
@@ -213,8 +235,6 @@ func (r *Row) decode(f field, v []byte, vals *values) {
 		r.HermesHome, _ = jsonscan.String(v)
 	case fieldIsolated:
 		r.Isolated, _ = jsonscan.Bool(v)
-	case fieldBootStart:
-		r.BootStart = floatPtr(v, vals)
 	case fieldSpawnerBoot:
 		r.SpawnerBoot = floatPtr(v, vals)
 	case fieldBootID:
@@ -226,8 +246,6 @@ func (r *Row) decode(f field, v []byte, vals *values) {
 
 func (r *Row) decodeCustodyField(f field, v []byte, vals *values) {
 	switch f {
-	case fieldStartTicks:
-		r.StartTicks = uintPtr(v, vals)
 	case fieldSpawnerStartTicks:
 		r.SpawnerStartTicks = uintPtr(v, vals)
 	case fieldPidfdID:

@@ -16,12 +16,19 @@ import "sync"
 type Prefetch struct {
 	fast    bool // pidfs reads
 	boot    string
-	needs   map[int]how // what the records naming each PID need, as in readRecords
+	needs   map[int]how // what the records naming each PID need, as in ReadRecords
 	order   []int       // the PIDs in the order first named
+	recent  [2]added    // the last two records added (a row, its spawner), not added again
 	pending []int
 	batches []*batch
 	work    chan *batch // to the reading goroutine, started with the first batch
 	wg      sync.WaitGroup
+}
+
+// added is a PID added and what the record naming it needed.
+type added struct {
+	pid  int
+	want how
 }
 
 // batch is PIDs read ahead together and their reads.
@@ -39,16 +46,21 @@ func NewPrefetch() *Prefetch {
 // Add adds rec to the records to prove, and reads its PID ahead when rec is the first record
 // naming it and can be proven by its pidfs id.
 func (p *Prefetch) Add(rec Record) {
+	want := wantProc
+	if rec.pidfs(p.boot) != 0 {
+		want = wantID
+	}
+	added := added{rec.PID, want}
+	if p.recent[0] == added || p.recent[1] == added { // a spawner named row after row
+		return
+	}
+	p.recent[0], p.recent[1] = added, p.recent[0]
 	n, seen := p.needs[rec.PID]
 	if !seen {
 		p.order = append(p.order, rec.PID)
 	}
-	if rec.pidfs(p.boot) == 0 {
-		p.needs[rec.PID] = n | wantProc
-		return
-	}
-	p.needs[rec.PID] = n | wantID
-	if !seen && p.fast && rec.PID > 0 {
+	p.needs[rec.PID] = n | want
+	if !seen && want == wantID && p.fast && rec.PID > 0 {
 		if p.pending = append(p.pending, rec.PID); len(p.pending) == batchSize {
 			p.send()
 		}

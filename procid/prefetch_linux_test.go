@@ -2,6 +2,7 @@ package procid
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -69,6 +70,7 @@ func TestPrefetch(t *testing.T) {
 		}
 		cases = append(cases, w)
 	}
+	fds := openFDs(t)
 	recs := make([]Record, len(cases))
 	ahead := NewPrefetch()
 	for i, c := range cases {
@@ -85,6 +87,19 @@ func TestPrefetch(t *testing.T) {
 			t.Errorf("%s: pid %d, named with and without an id, read %+v; want a /proc read", name, incs[7].PID, res)
 		}
 	}
+	if now := openFDs(t); now != fds {
+		t.Errorf("%d descriptors open after the reads, %d before", now, fds)
+	}
+}
+
+// openFDs counts the test process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }
 
 // TestPrefetchOnce: a PID added many times is read once.

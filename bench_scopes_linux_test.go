@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,7 +32,10 @@ func init() { testproc.RegisterBenchmark("bench-owner", helperBenchOwner) }
 const scopeTree = `exec 3<&0; cat <&3 3<&- & echo $! $$; exec cat 3<&-`
 
 // helperBenchOwner owns args[0] scopes, each a scopeTree, prints "ready" and waits to be killed.
+// Its fd 3 is the write end of a pipe that only it holds: the benchmark sees its end when the
+// kernel closes the dying owner's files, as its supervisor sees the end of its own pipe.
 func helperBenchOwner(args []string) int {
+	syscall.CloseOnExec(3)
 	n, _ := strconv.Atoi(args[0])
 	o := &custody.Owner{Ledger: ledger.Open(args[1]), Supervisor: &supervise.Client{Grace: 3 * time.Second}}
 	for range n {
@@ -50,9 +54,14 @@ func helperBenchOwner(args []string) int {
 // in N scopes, each a child with a grandchild (a shell that starts a cat and becomes a cat), as
 // pidfds report the exits. It runs per containment: cgroup (the supervisor SIGTERMs each cgroup's
 // members through pidfds, waits on cgroup.events, then cgroup.kill) and process-group (the
-// supervisor SIGTERMs each group). The baseline=direct-kill runs are the floor: the benchmark
-// starts the same trees itself, each in a process group, and SIGTERMs the groups itself (no owner,
-// no supervisor, no identity check).
+// supervisor SIGTERMs each group); each also reports owner-eof-p50-ms, when the kernel had
+// closed the dying owner's files (what its supervisor waits for). The floors:
+//   - baseline=direct-kill: the benchmark starts the same trees itself, each in a process group,
+//     and SIGTERMs the groups itself (no owner, no supervisor, no identity check);
+//   - baseline=direct-kill-in-cgroups: the same, each tree born in a cgroup of its own, so that
+//     what the kernel spends on a process leaving its cgroup is on both sides;
+//   - baseline=owner-death: the owner helper with no scope, SIGKILLed, until its files are closed
+//     and its exit seen: the death no owned run can skip, at its smallest.
 func BenchmarkOwnerDeathScopes(b *testing.B) {
 	for _, n := range []int{20, 1000} {
 		for _, c := range containments() {
@@ -61,39 +70,87 @@ func BenchmarkOwnerDeathScopes(b *testing.B) {
 				benchScopesDeath(b, n)
 			})
 		}
-		b.Run(fmt.Sprintf("scopes=%d/baseline=direct-kill", n), func(b *testing.B) { benchScopesDirect(b, n) })
+		b.Run(fmt.Sprintf("scopes=%d/baseline=direct-kill", n), func(b *testing.B) { benchScopesDirect(b, n, false) })
+		if slices.Contains(containments(), scope.KindCgroup.Containment()) {
+			b.Run(fmt.Sprintf("scopes=%d/baseline=direct-kill-in-cgroups", n), func(b *testing.B) { benchScopesDirect(b, n, true) })
+		}
+		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death", n), benchOwnerDeath)
 	}
 }
 
 func benchScopesDeath(b *testing.B, n int) {
-	var ds []time.Duration
+	var ds, owner []time.Duration
 	b.StopTimer()
 	for range b.N {
 		r, w, err := os.Pipe() // the lifeline
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd := testproc.Helper(b, "bench-owner", strconv.Itoa(n), b.TempDir()+"/l.json")
-		cmd.Stdin, cmd.Stderr = r, os.Stderr
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
+		cmd, out, eof := startBenchOwner(b, n, r)
 		r.Close()
-		fds := readTrees(b, out, n, true)
+		x := watchExits(b, append([]int{eof}, readTrees(b, out, n, true)...))
 		b.StartTimer()
 		start := time.Now()
 		cmd.Process.Kill()
-		waitAll(b, fds)
-		ds = append(ds, time.Since(start))
+		exits := x.wait(b, start)
 		b.StopTimer()
+		ds, owner = append(ds, slices.Max(exits)), append(owner, exits[0])
 		cmd.Wait()
 		w.Close()
 	}
 	reportP50(b, ds)
+	b.ReportMetric(float64(median(owner))/1e6, "owner-eof-p50-ms")
 }
 
-func benchScopesDirect(b *testing.B, n int) {
+// startBenchOwner starts the owner helper with n scopes and the lifeline as its stdin. It returns
+// its stdout unread, and the read end of the pipe whose write end only the owner holds.
+func startBenchOwner(b *testing.B, n int, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	cmd = testproc.Helper(b, "bench-owner", strconv.Itoa(n), b.TempDir()+"/l.json")
+	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = lifeline, os.Stderr, []*os.File{w}
+	out, _ = cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	// waitExits closes the descriptor: it is no longer r's.
+	eof, err = unix.Dup(int(r.Fd()))
+	r.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cmd, out, eof
+}
+
+// benchOwnerDeath is the second floor: the owner helper with no scope (and so no supervisor)
+// SIGKILLed, timed until its files are closed and its exit is seen. What its death costs is what
+// every owned run pays before its supervisor can read the end of its pipe (the kernel closes a
+// dying process's files only after tearing down its memory), and what the direct kill does not.
+// An owner of N scopes dies slower than this one (it has a thread per child waiting for it, and
+// more memory): the owned runs report their own owner's death as owner-eof-p50-ms.
+func benchOwnerDeath(b *testing.B) {
+	var ds []time.Duration
+	b.StopTimer()
+	for range b.N {
+		cmd, out, eof := startBenchOwner(b, 0, nil)
+		x := watchExits(b, append([]int{eof, pidfd(b, cmd.Process.Pid)}, readTrees(b, out, 0, true)...))
+		b.StartTimer()
+		start := time.Now()
+		cmd.Process.Kill()
+		ds = append(ds, slices.Max(x.wait(b, start)))
+		b.StopTimer()
+		cmd.Wait()
+	}
+	reportP50(b, ds)
+}
+
+// benchScopesDirect starts n trees itself, each in a process group (and, inCgroups, in a cgroup
+// of its own, as scope.Prepare makes one), and times its own SIGTERM of the groups until every
+// process has exited.
+func benchScopesDirect(b *testing.B, n int, inCgroups bool) {
 	var ds []time.Duration
 	b.StopTimer()
 	for range b.N {
@@ -106,33 +163,57 @@ func benchScopesDirect(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		var cmds []*exec.Cmd
+		var scopes []*scope.Scope
 		for range n {
 			cmd := exec.Command("sh", "-c", scopeTree)
 			cmd.Stdin, cmd.Stdout = r, pw
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
+			if inCgroups {
+				scopes = append(scopes, startInCgroup(b, cmd))
+			} else if err := cmd.Start(); err != nil {
 				b.Fatal(err)
 			}
 			cmds = append(cmds, cmd)
 		}
 		pw.Close()
 		r.Close()
-		fds := readTrees(b, pr, n, false)
+		x := watchExits(b, readTrees(b, pr, n, false))
 		b.StartTimer()
 		start := time.Now()
 		for _, cmd := range cmds {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // our unreaped children: ids are stable
 		}
-		waitAll(b, fds)
-		ds = append(ds, time.Since(start))
+		ds = append(ds, slices.Max(x.wait(b, start)))
 		b.StopTimer()
 		for _, cmd := range cmds {
 			cmd.Wait()
+		}
+		for _, s := range scopes {
+			s.Close()
 		}
 		w.Close()
 		pr.Close()
 	}
 	reportP50(b, ds)
+}
+
+// startInCgroup starts cmd in a cgroup scope of its own.
+func startInCgroup(b *testing.B, cmd *exec.Cmd) *scope.Scope {
+	if err := scope.Prepare(cmd); err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		scope.Abandon(cmd)
+		b.Fatal(err)
+	}
+	s, err := scope.Attach(cmd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if s.Kind() != scope.KindCgroup {
+		b.Fatalf("%v is not a cgroup", s)
+	}
+	return s
 }
 
 // readTrees reads n "<grandchild> <child>" lines (and "ready" when owned) and opens a pidfd on each
@@ -151,11 +232,7 @@ func readTrees(b *testing.B, out io.Reader, n int, owned bool) []int {
 		case len(f) == 2:
 			for _, s := range f {
 				pid, _ := strconv.Atoi(s)
-				fd, err := unix.PidfdOpen(pid, 0)
-				if err != nil {
-					b.Fatalf("pidfd_open %d: %v", pid, err)
-				}
-				fds = append(fds, fd)
+				fds = append(fds, pidfd(b, pid))
 			}
 			trees++
 		default:
@@ -165,30 +242,64 @@ func readTrees(b *testing.B, out io.Reader, n int, owned bool) []int {
 	return fds
 }
 
-// waitAll waits until every pidfd reports its process's exit, and closes them.
-func waitAll(b *testing.B, fds []int) {
-	deadline := time.Now().Add(30 * time.Second)
-	pfds := make([]unix.PollFd, len(fds))
-	for i, fd := range fds {
-		pfds[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+func pidfd(b *testing.B, pid int) int {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		b.Fatalf("pidfd_open %d: %v", pid, err)
 	}
-	for len(pfds) > 0 {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d processes still run", len(pfds))
-		}
-		if _, err := unix.Poll(pfds, 1000); err != nil && err != unix.EINTR {
+	return fd
+}
+
+// exits waits for processes to exit: see watchExits.
+type exits struct {
+	ep  int
+	fds []int
+}
+
+// watchExits adds pidfds (or a pipe's read end, whose end counts as an exit) to one epoll, each
+// to be reported once. It is done before the timing starts: a poll(2) over all that remain at
+// each wake-up would cost the waiter time in proportion to them, on the CPUs the processes it
+// waits for need to exit, and would see the exits later the more there are.
+func watchExits(b *testing.B, fds []int) *exits {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, fd := range fds {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(i)}
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 			b.Fatal(err)
 		}
-		live := pfds[:0]
-		for _, p := range pfds {
-			if p.Revents == 0 {
-				live = append(live, unix.PollFd{Fd: p.Fd, Events: unix.POLLIN})
-			} else {
-				unix.Close(int(p.Fd))
-			}
-		}
-		pfds = live
 	}
+	return &exits{ep: ep, fds: fds}
+}
+
+// wait waits until every watched process has exited, closes the descriptors, and returns when
+// each exit was seen, from start, in the order given to watchExits.
+func (x *exits) wait(b *testing.B, start time.Time) []time.Duration {
+	ep, fds := x.ep, x.fds
+	defer unix.Close(ep)
+	deadline := time.Now().Add(30 * time.Second)
+	exits := make([]time.Duration, len(fds))
+	events := make([]unix.EpollEvent, 256)
+	for left := len(fds); left > 0; {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d processes still run", left)
+		}
+		n, err := unix.EpollWait(ep, events, 1000)
+		if err != nil && err != unix.EINTR {
+			b.Fatal(err)
+		}
+		now := time.Since(start)
+		for _, e := range events[:max(n, 0)] {
+			exits[e.Fd] = now
+			left--
+		}
+	}
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	return exits
 }
 
 func reportP50(b *testing.B, ds []time.Duration) {

@@ -43,7 +43,8 @@ type cgroup struct {
 	made *owner // the owner that made it, in this process; nil for a cgroup opened from a row
 
 	mu     sync.Mutex
-	fd     int // O_DIRECTORY; -1 once closed
+	fd     int        // O_DIRECTORY; -1 once closed
+	held   *heldFiles // interface files a supervisor holds open (see hold); nil when none
 	closed bool
 }
 
@@ -87,10 +88,16 @@ func (c *cgroup) same() bool {
 	return unix.Stat(c.path, &st) == nil && st.Ino == c.id
 }
 
-// readFile reads one of the cgroup's interface files through its descriptor.
+// readFile reads one of the cgroup's interface files: the held one from its start, or else one
+// opened through the cgroup's descriptor.
 func (c *cgroup) readFile(name string) ([]byte, error) {
 	var out []byte
 	err := c.with(func(dir int) error {
+		if fd := c.heldFile(name); fd >= 0 {
+			var err error
+			out, err = preadAll(fd)
+			return c.fileErr("pread", name, err)
+		}
 		fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return c.fileErr("openat", name, err)
@@ -163,12 +170,8 @@ func (c *cgroup) kill() error {
 }
 
 // signal sends sig to every process in the cgroup and below. SIGKILL is cgroup.kill; any other
-// signal goes to each member through a pidfd, proven to name a member by a second read of the
-// members after the pidfds were opened: a process alive in the cgroup after its pidfd was opened
-// is the process the pidfd names (its PID cannot have changed hands while it lived), and a PID
-// recycled after the first read to a process outside the cgroup is not listed by the second. A
-// process that exits in between is not signalled, and needs no signal. It returns an error
-// wrapping procid.ErrGone when the cgroup was empty.
+// signal goes to each member through a pidfd proven to name a member (see prove). It returns an
+// error wrapping procid.ErrGone when the cgroup was empty.
 func (c *cgroup) signal(sig unix.Signal) error {
 	if sig == unix.SIGKILL {
 		if pop, err := c.populated(); err != nil || !pop {
@@ -179,53 +182,110 @@ func (c *cgroup) signal(sig unix.Signal) error {
 		}
 		return c.kill()
 	}
-	pids, err := c.members()
+	p, err := c.prove()
 	if err != nil {
 		return err
+	}
+	return p.send(sig)
+}
+
+// proven is a cgroup's members, each with a pidfd proven to name it.
+type proven struct {
+	c    *cgroup
+	pids []int
+	fds  []int
+	err  error // a member that could not be opened, and so is not signalled
+}
+
+// prove opens a pidfd on each member of the cgroup and below, and proves that it names a member
+// by a second read of the members after the pidfds were opened: a process alive in the cgroup
+// after its pidfd was opened is the process the pidfd names (its PID cannot have changed hands
+// while it lived), and a PID recycled after the first read to a process outside the cgroup is
+// not listed by the second. A process that exits in between is left out, and needs no signal.
+// It returns an error wrapping procid.ErrGone when the cgroup is empty.
+func (c *cgroup) prove() (*proven, error) {
+	nested := c.nested()
+	pids, err := c.members(nested)
+	if err != nil {
+		return nil, err
 	}
 	if len(pids) == 0 {
-		return fmt.Errorf("scope: cgroup %s is empty: %w", c.rel, procid.ErrGone)
+		return nil, fmt.Errorf("scope: cgroup %s is empty: %w", c.rel, procid.ErrGone)
 	}
-	fds := make([]int, len(pids))
+	p := &proven{c: c, pids: pids, fds: make([]int, len(pids))}
 	for i, pid := range pids {
-		if fds[i], err = unix.PidfdOpen(pid, 0); err != nil {
-			fds[i] = -1 // exited since the read (ESRCH)
-		}
-	}
-	defer func() {
-		for _, fd := range fds {
-			if fd >= 0 {
-				unix.Close(fd)
+		switch p.fds[i], err = unix.PidfdOpen(pid, 0); err {
+		case nil:
+		case unix.ESRCH: // exited since the read
+		default: // out of descriptors, say: this member cannot be signalled
+			if p.err == nil {
+				p.err = fmt.Errorf("scope: signal pid %d in cgroup %s: %w", pid, c.rel, os.NewSyscallError("pidfd_open", err))
 			}
 		}
-	}()
-	again, err := c.members()
+		if err != nil {
+			p.fds[i] = -1
+		}
+	}
+	// The same files as the first read: a nested cgroup made in between holds processes born
+	// after that read, which it did not list, or moved there since (by a write to its
+	// cgroup.procs), which are left unsignalled, to cgroup.kill.
+	again, err := c.members(nested)
 	if err != nil {
-		return err
+		p.close()
+		return nil, err
 	}
 	slices.Sort(again)
-	var first error
 	for i, pid := range pids {
-		if _, listed := slices.BinarySearch(again, pid); fds[i] < 0 || !listed {
+		if _, listed := slices.BinarySearch(again, pid); !listed && p.fds[i] >= 0 {
+			unix.Close(p.fds[i])
+			p.fds[i] = -1
+		}
+	}
+	return p, nil
+}
+
+// send sends sig to the proven members and closes their pidfds.
+func (p *proven) send(sig unix.Signal) error {
+	defer p.close()
+	first := p.err
+	for i, fd := range p.fds {
+		if fd < 0 {
 			continue
 		}
-		switch err := unix.PidfdSendSignal(fds[i], sig, nil, 0); err {
+		switch err := unix.PidfdSendSignal(fd, sig, nil, 0); err {
 		case nil, unix.ESRCH:
 		default:
 			if first == nil {
-				first = fmt.Errorf("scope: signal pid %d in cgroup %s: %w", pid, c.rel, os.NewSyscallError("pidfd_send_signal", err))
+				first = fmt.Errorf("scope: signal pid %d in cgroup %s: %w", p.pids[i], p.c.rel, os.NewSyscallError("pidfd_send_signal", err))
 			}
 		}
 	}
 	return first
 }
 
-// members lists the processes of the cgroup and its descendants. Most scopes have no nested
-// cgroup (cgroup.stat's nr_descendants is 0): their members are one read of cgroup.procs, with
-// no directory walk. The supervisor runs with a small heap; a walk per scope at its death would
-// spend it on garbage.
-func (c *cgroup) members() ([]int, error) {
-	if stat, err := c.readFile("cgroup.stat"); err == nil && bytes.Contains(stat, []byte("nr_descendants 0\n")) {
+// close closes the pidfds not yet closed.
+func (p *proven) close() {
+	for i, fd := range p.fds {
+		if fd >= 0 {
+			unix.Close(fd)
+			p.fds[i] = -1
+		}
+	}
+}
+
+// nested reports whether the cgroup may have cgroups below it: whether cgroup.stat's
+// nr_descendants is other than 0, or could not be read.
+func (c *cgroup) nested() bool {
+	stat, err := c.readFile("cgroup.stat")
+	return err != nil || !bytes.Contains(stat, []byte("nr_descendants 0\n"))
+}
+
+// members lists the processes of the cgroup and, when nested, of the cgroups below it. Most
+// scopes have no nested cgroup: their members are one read of cgroup.procs, with no directory
+// walk. The supervisor runs with a small heap; a walk per scope at its death would spend it on
+// garbage.
+func (c *cgroup) members(nested bool) ([]int, error) {
+	if !nested {
 		b, err := c.readFile("cgroup.procs")
 		if err != nil {
 			return nil, err
@@ -359,6 +419,9 @@ func removeTree(path string, id uint64) error {
 	if err := unix.Stat(path, &st); err != nil || st.Ino != id {
 		return nil // already removed, and maybe made again by someone else
 	}
+	if unix.Rmdir(path) == nil {
+		return nil // no cgroup below it, the common case: no walk
+	}
 	var dirs []string
 	filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -382,6 +445,11 @@ func (c *cgroup) close() {
 		c.closed = true
 		unix.Close(c.fd)
 		c.fd = -1
+		if c.held != nil {
+			c.held.close()
+			c.held = nil
+			heldCount.Add(-3)
+		}
 	}
 }
 

@@ -367,8 +367,11 @@ func Containment() (kind Kind, where string, why error) { return containment() }
 // OpenCgroup binds the cgroup scope at path (a hierarchy path, as [Desc.Cgroup]) as it is now, with no recorded
 // id to prove it against: it is for a supervisor, which is given the path by its owner right
 // after the owner made the cgroup (before its child exists) and holds it open from then on. Use
-// [Open] for a cgroup named by a row. The path must name a scope custody made (see [Open]). Not
-// on Linux: an error wrapping [errors.ErrUnsupported].
+// [Open] for a cgroup named by a row. The path must name a scope custody made (see [Open]). It
+// also holds open the interface files a sweep reads (cgroup.procs, cgroup.stat, cgroup.events;
+// up to a quarter of RLIMIT_NOFILE over all scopes, beyond which each read opens its file), so
+// that the sweep at the owner's death opens none. Not on Linux: an error wrapping
+// [errors.ErrUnsupported].
 func OpenCgroup(path string) (*Scope, error) { return openCgroupPath(path) }
 
 // Leftover is a directory of cgroup scopes whose owner is dead (and whose supervisor, which

@@ -91,6 +91,7 @@ func openCgroupPath(rel string) (*Scope, error) {
 	if err != nil {
 		return nil, err
 	}
+	cg.hold()
 	return &Scope{sys: sysScope{cg: cg}}, nil
 }
 

@@ -390,3 +390,14 @@ func Leftovers() ([]Leftover, error) { return leftovers() }
 // RemoveLeftover removes a leftover's empty cgroups, deepest first. It kills nothing: a populated
 // scope stays (and the call fails), for its processes are stopped through their ledger rows.
 func RemoveLeftover(l Leftover) error { return removeLeftover(l) }
+
+// WaitAll waits until every scope in ss is empty or ctx is done, and returns the scopes it did
+// not see empty: those still populated when ctx ended, and those whose emptiness could not be
+// told (each is asked once, and not waited on). It is [Scope.Wait] for many scopes at once, as a
+// supervisor sweeping its owner's scopes needs.
+//
+// Linux: cgroup scopes opened with [OpenCgroup] are waited on together, in one epoll(7) on their
+// cgroup.events files, which the kernel wakes when "populated" changes; each is read once when it
+// says so, rather than every scope once a poll. Other scopes are polled with [Scope.Empty], from
+// every 1 ms up to every 10 ms.
+func WaitAll(ctx context.Context, ss []*Scope) []*Scope { return waitAll(ctx, ss) }

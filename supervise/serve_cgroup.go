@@ -3,8 +3,10 @@
 package supervise
 
 import (
+	"context"
 	"errors"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/custody-dev/custody/procid"
@@ -51,10 +53,12 @@ func (s *server) signalCgroups(sig unix.Signal) {
 }
 
 // awaitCgroups waits, until the deadline, for the covered cgroups to empty; it then kills the
-// rest with cgroup.kill, and removes every one once empty. It reads each remaining cgroup's
-// cgroup.events once a round, rounds 1 ms apart at first and 10 ms at most: one wait per cgroup
-// in turn would cost each its own wake-up, and the kernel delays a cgroup.events notification
-// up to 10 ms after the previous one, which over 1,000 cgroups adds up to seconds.
+// rest with cgroup.kill, and removes every one once empty. The cgroups are waited on together
+// (scope.WaitAll: one epoll on their cgroup.events, each read when the kernel says it changed):
+// one wait per cgroup in turn would cost each its own wake-up, and the kernel delays a
+// cgroup.events notification up to 10 ms after the previous one, which over 1,000 cgroups adds
+// up to seconds; and reading every cgroup's file each round would take CPU time from the
+// processes it waits for, which are exiting on the same CPUs.
 func (s *server) awaitCgroups(deadline time.Time) {
 	if len(s.cgroups) == 0 {
 		return
@@ -76,19 +80,18 @@ func (s *server) awaitCgroups(deadline time.Time) {
 	}
 }
 
-// awaitEmpty polls the covered cgroups until all are empty or the deadline passes, and returns
-// those still populated.
+// awaitEmpty waits until the covered cgroups are all empty or the deadline passes, and returns
+// those not seen empty (still populated, or unreadable).
 func (s *server) awaitEmpty(deadline time.Time) map[string]*scope.Scope {
-	left := maps.Clone(s.cgroups)
-	for delay := time.Millisecond; ; delay = min(2*delay, 10*time.Millisecond) {
-		for path, sc := range left {
-			if empty, err := sc.Empty(); err != nil || empty {
-				delete(left, path)
-			}
-		}
-		if len(left) == 0 || !time.Now().Before(deadline) {
-			return left
-		}
-		time.Sleep(min(delay, time.Until(deadline)))
+	paths := make(map[*scope.Scope]string, len(s.cgroups))
+	for path, sc := range s.cgroups {
+		paths[sc] = path
 	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	left := make(map[string]*scope.Scope)
+	for _, sc := range scope.WaitAll(ctx, slices.Collect(maps.Keys(paths))) {
+		left[paths[sc]] = sc
+	}
+	return left
 }

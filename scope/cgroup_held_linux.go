@@ -85,8 +85,11 @@ func (h *heldFiles) close() {
 	}
 }
 
-// preadAll reads a held file from its start.
-func preadAll(fd int) ([]byte, error) {
+// preadAll reads a held file from its start. A file the cgroup code shows in one record
+// (cgroup.stat, cgroup.events: everything but the member lists) is whole after a read shorter
+// than the buffer: a seq_file fills the caller's buffer with as much of a record as fits, and a
+// second read would only find the end.
+func preadAll(fd int, oneRecord bool) ([]byte, error) {
 	var buf [4096]byte
 	var out []byte
 	for {
@@ -100,5 +103,8 @@ func preadAll(fd int) ([]byte, error) {
 			return out, nil
 		}
 		out = append(out, buf[:n]...)
+		if oneRecord && n < len(buf) {
+			return out, nil
+		}
 	}
 }

@@ -95,7 +95,7 @@ func (c *cgroup) readFile(name string) ([]byte, error) {
 	err := c.with(func(dir int) error {
 		if fd := c.heldFile(name); fd >= 0 {
 			var err error
-			out, err = preadAll(fd)
+			out, err = preadAll(fd, name == "cgroup.stat" || name == "cgroup.events")
 			return c.fileErr("pread", name, err)
 		}
 		fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)

@@ -28,7 +28,7 @@ type groupMode struct {
 
 func groupModes() []groupMode {
 	modes := []groupMode{{name: "checked", setup: func(*testing.T) {}, after: func(s *scope.Scope) { s.Release() }}}
-	if runtime.GOOS == "linux" {
+	if scope.GroupSignalError() == nil {
 		modes = append(modes,
 			groupMode{name: "pinned", pinned: true, setup: func(*testing.T) {}, after: func(*scope.Scope) {}},
 			groupMode{name: "no-group-flag", setup: scope.WithoutGroupSignal, after: func(*scope.Scope) {}})
@@ -217,8 +217,8 @@ func TestBindGroup(t *testing.T) {
 		t.Fatalf("BindGroup with the start unknown: %v", err)
 	}
 	defer s.Release()
-	if s.Leader().Start != id.Start || s.Pinned() != (runtime.GOOS == "linux") {
-		t.Errorf("bound leader %v, pinned %v; want start %d, pinned on Linux", s.Leader(), s.Pinned(), id.Start)
+	if want := scope.GroupSignalError() == nil; s.Leader().Start != id.Start || s.Pinned() != want {
+		t.Errorf("bound leader %v, pinned %v; want start %d, pinned %v", s.Leader(), s.Pinned(), id.Start, want)
 	}
 	_, err = scope.BindGroup(id.PID, procid.ID{Start: id.Start + 1})
 	mustIs(t, err, authority.ErrNoAuthority, procid.ErrReused)
@@ -245,4 +245,17 @@ func TestBindGroup(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The probe finds the group signal on this kernel, and a kernel without it is reported so.
+func TestGroupSignalProbe(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		mustIs(t, scope.GroupSignalError(), errors.ErrUnsupported)
+		return
+	}
+	if err := scope.GroupSignalError(); err != nil {
+		testproc.Skip(t, "skipping: no group signal through a pidfd (Linux 6.9+): %v", err)
+	}
+	scope.WithoutGroupSignal(t)
+	mustIs(t, scope.GroupSignalError(), errors.ErrUnsupported)
 }

@@ -19,7 +19,9 @@ package scope
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/custody-dev/custody/procid"
@@ -30,7 +32,38 @@ import (
 // from then on groups are signalled by number after a fresh check of the rule.
 var groupSignalBroken atomic.Bool
 
-func groupSignalWorks() bool { return !groupSignalBroken.Load() }
+var groupSignalErr = sync.OnceValue(probeGroupSignal)
+
+func groupSignalWorks() bool { return !groupSignalBroken.Load() && groupSignalErr() == nil }
+
+func groupSignalError() error {
+	if err := groupSignalErr(); err != nil {
+		return err
+	}
+	if groupSignalBroken.Load() {
+		return fmt.Errorf("scope: group signal through a pidfd: %w", errGroupSignal)
+	}
+	return nil
+}
+
+// probeGroupSignal sends signal 0, which only checks, to the group the calling process's own pid
+// names, through a pidfd on it, with PIDFD_SIGNAL_PROCESS_GROUP. The kernel checks the flag before
+// it looks for the group: ESRCH (the caller leads no group) and EPERM mean the flag is known.
+func probeGroupSignal() error {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return fmt.Errorf("scope: probe group signal: %w", os.NewSyscallError("pidfd_open", err))
+	}
+	defer unix.Close(fd)
+	switch err := unix.PidfdSendSignal(fd, 0, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err {
+	case nil, unix.ESRCH, unix.EPERM:
+		return nil
+	case unix.EINVAL:
+		return fmt.Errorf("scope: probe group signal: PIDFD_SIGNAL_PROCESS_GROUP is Linux 6.9+: %w", errGroupSignal)
+	default:
+		return fmt.Errorf("scope: probe group signal: %w", os.NewSyscallError("pidfd_send_signal", err))
+	}
+}
 
 // openLeader opens a pidfd on pid, or returns -1 when none can be had (no pidfd support, no
 // descriptor left, no such process). It proves nothing yet: see provenLeader.

@@ -4,7 +4,9 @@ package scope
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
@@ -22,3 +24,7 @@ func closeLeader(int)                       {}
 func leaderExited(int) bool                 { return false }
 func leaderID(int) (uint64, bool)           { return 0, false }
 func signalByLeader(int, unix.Signal) error { return errors.ErrUnsupported }
+
+func groupSignalError() error {
+	return fmt.Errorf("scope: group signal through a process descriptor on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}

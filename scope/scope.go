@@ -221,6 +221,14 @@ func (s *Scope) Signal(sig os.Signal) error { return s.signal(sig) }
 // group (one a supervisor bound by its cgroup).
 func (s *Scope) SignalGroup(sig os.Signal) error { return s.signalGroup(sig) }
 
+// GroupSignalError returns nil when a process group can be signalled through a pidfd on its
+// leader (PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9+), which leaves no window for a recycled group
+// id, and otherwise why not: the kernel lacks the flag (an error wrapping
+// [errors.ErrUnsupported]), pidfds are unavailable, or the OS has no process descriptors. Groups
+// are then checked before each kill(-pgid) (see [Scope.Signal]). The probe runs once per
+// process; custody doctor shows it.
+func GroupSignalError() error { return groupSignalError() }
+
 // Pinned reports whether [Scope.Signal] goes through a handle that can never come to name
 // another scope: a cgroup's directory, a job object, or a pidfd on a process group's leader
 // (Linux 6.9+). It is false where each signal is preceded by a fresh check of the group's

@@ -112,6 +112,10 @@ func fromGroup(pgid int, leader procid.ID) (*Scope, error) {
 
 func (s *Scope) emptyIn(*Census) (bool, error) { return s.empty() }
 
+func groupSignalError() error {
+	return fmt.Errorf("scope: process groups on windows: %w", errors.ErrUnsupported)
+}
+
 func bindGroup(pgid int, leader procid.ID) (*Scope, error) { return fromGroup(pgid, leader) }
 
 func (s *Scope) pgid() int { return 0 }

@@ -22,10 +22,11 @@ type doctorOptions struct {
 	json bool
 }
 
-const doctorHelp = `Report what this machine offers custody of what it uses (pidfd, pidfs ids, a boot id),
-which containment your children get (a cgroup of their own, a process group, or a job) and why,
-and the ledger's health and trust. A missing feature is information: custody falls
-back (see each line). Doctor changes nothing, not even a corrupt ledger.
+const doctorHelp = `Report what this machine offers custody of what it uses (pidfd, pidfs ids, a process
+group signalled through its leader's pidfd, a boot id), which containment your children get (a
+cgroup of their own, a process group, or a job) and why, and the ledger's health and trust. A
+missing feature is information: custody falls back (see each line). Doctor changes nothing, not
+even a corrupt ledger.
 
 The ledger is trusted when it and its lock are regular files (no symbolic links, no FIFOs) owned
 by you or root and writable by nobody else, in a directory owned by you or root that nobody else

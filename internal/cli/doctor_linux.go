@@ -3,12 +3,22 @@ package cli
 import (
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 )
 
 // features probes each kernel facility custody uses, for real: only those, so that every line
 // says something about what custody will do here.
 func features() []check {
-	return []check{pidfdCheck(), pidfsCheck(), containmentCheck(), bootCheck()}
+	return []check{pidfdCheck(), pidfsCheck(), groupSignalCheck(), containmentCheck(), bootCheck()}
+}
+
+func groupSignalCheck() check {
+	if err := scope.GroupSignalError(); err != nil {
+		return check{Name: "group signal", Detail: err.Error() + "; a process group's identity is checked " +
+			"again just before each kill(-pgid)"}
+	}
+	return check{Name: "group signal", OK: true, Detail: "process groups are signalled through a pidfd on their " +
+		"leader (PIDFD_SIGNAL_PROCESS_GROUP): a recycled group id is never reached"}
 }
 
 func pidfsCheck() check {

@@ -20,7 +20,8 @@ func init() { testproc.Register("pidns-group-reuse", helperPIDNSGroupReuse) }
 
 // TestGroupPIDReuse: in a PID namespace, a group's leader A and its member exit, and a stranger B
 // takes A's PID and leads a group with A's id: once in a later clock tick, once within the tick A
-// started in (asserted), where A's row and B have the same start ticks. A scope that pinned A while
+// started in (asserted), where A's row and B have the same start ticks, and once for a scope an
+// owner took at A's spawn (Attach), which keeps the pidfd Go took then. A scope that pinned A while
 // it lived answers gone and signals nothing, in both cases, with no identity check at all: the
 // kernel resolves the group from A's own struct pid. A scope opened from A's record afterwards
 // finds B at the PID and refuses (by start, or, within the tick, by pidfs id). B lives throughout.
@@ -32,7 +33,7 @@ func TestGroupPIDReuse(t *testing.T) {
 	cmd := testproc.Helper(t, "pidns-group-reuse")
 	testproc.NewPIDNamespace(cmd)
 	p := testproc.Start(t, cmd)
-	for _, c := range []string{"later-tick", "same-tick"} {
+	for _, c := range []string{"later-tick", "same-tick", "attached"} {
 		f := p.Expect(c+" ", 120*time.Second)
 		if f[0] != "ok" {
 			t.Fatalf("%s, in the PID namespace: %s", c, strings.Join(f, " "))
@@ -58,7 +59,7 @@ func helperPIDNSGroupReuse([]string) int {
 	for _, c := range []struct {
 		name string
 		run  func() (groupReuse, error)
-	}{{"later-tick", reuseLaterTick}, {"same-tick", reuseSameTick}} {
+	}{{"later-tick", reuseLaterTick}, {"same-tick", reuseSameTick}, {"attached", reuseAttached}} {
 		r, err := c.run()
 		if err == nil {
 			err = r.check()
@@ -117,6 +118,40 @@ func reuseLaterTick() (groupReuse, error) {
 		return r, err
 	}
 	end()
+	r.b, err = testproc.ReusePID(r.a.PID, r.a.Start, func() (*exec.Cmd, error) { return startCat(0) })
+	r.tries = 1
+	return r, err
+}
+
+// reuseAttached is reuseLaterTick for a scope taken by Prepare and Attach, as an owner takes its
+// child's: its pidfd is a copy of the one Go took at spawn, and outlives the child's reaping.
+func reuseAttached() (r groupReuse, err error) {
+	os.Setenv(scope.EnvContainment, "process-group")
+	defer os.Unsetenv(scope.EnvContainment)
+	a := exec.Command("cat")
+	a.Stdin = os.Stdin
+	if err := scope.Prepare(a); err != nil {
+		return r, err
+	}
+	if err := a.Start(); err != nil {
+		return r, err
+	}
+	if r.pinned, err = scope.Attach(a); err != nil {
+		a.Wait()
+		return r, err
+	}
+	m, err := startCat(a.Process.Pid)
+	if err != nil {
+		endCat(a)
+		return r, err
+	}
+	if r.a, err = procid.ReadExact(a.Process.Pid); err != nil || !r.pinned.Pinned() {
+		endCat(a)
+		endCat(m)
+		return r, fmt.Errorf("attached %v: pinned %v, %v", r.a.ID, r.pinned.Pinned(), err)
+	}
+	endCat(a) // reaped: Go closes its own pidfd on the child now
+	endCat(m)
 	r.b, err = testproc.ReusePID(r.a.PID, r.a.Start, func() (*exec.Cmd, error) { return startCat(0) })
 	r.tries = 1
 	return r, err

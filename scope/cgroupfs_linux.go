@@ -223,16 +223,14 @@ func (o *owner) newScope() (*cgroup, error) {
 	return cg, nil
 }
 
-// removed counts a scope's cgroup removed; the owner directory goes with the last one, so that
-// an owner leaves nothing behind once its children are gone (the next scope makes it again).
+// removed counts a scope's cgroup removed. The owner directory stays for the owner's life, even
+// empty: making it again at the next start would put its mkdir, and the proofs ensureLocked
+// makes, on every start's path. Once the owner is dead its supervisor removes it with the last
+// scope it held, and reap removes what is left of a dead owner (see leftovers).
 func (o *owner) removed() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.live--; o.live == 0 && o.made {
-		if unix.Rmdir(o.h.dir(o.rel)) == nil {
-			o.made = false
-		}
-	}
+	o.live--
 }
 
 // pidNamespace returns the inode number of this process's PID namespace: the namespace in which

@@ -103,6 +103,13 @@ func ReadChild(pid int) (Incarnation, error) {
 	return readChild(pid)
 }
 
+// Of returns the incarnation of id, an identity read earlier (by [ReadChild], say), without
+// reading the process again: the start alone determines the rest (BootID, CreateTime and BootStart
+// as [Read] would report them). PPID and PGID are left zero. A process read once need not be read
+// twice, and a second read after the process exited could only fail, or find a stranger that took
+// the PID since.
+func Of(id ID) (Incarnation, error) { return of(id) }
+
 // living turns a zombie's reading into ErrGone: for everyone but its parent, a zombie is dead.
 func living(inc Incarnation, err error) (Incarnation, error) {
 	if err == nil && inc.Zombie {

@@ -27,6 +27,11 @@ const _SZOMB = 5
 
 func read(pid int) (Incarnation, error) { return living(readChild(pid)) }
 
+// of inverts readChild's start, which is p_starttime in microseconds.
+func of(id ID) (Incarnation, error) {
+	return Incarnation{ID: id, CreateTime: float64(id.Start/1_000_000) + float64(id.Start%1_000_000)/1e6}, nil
+}
+
 func readChild(pid int) (Incarnation, error) {
 	kp, err := kinfo(pid)
 	if err != nil {

@@ -86,6 +86,8 @@ func classify(pid int, err error) error {
 }
 
 // complete adds the machine-wide facts to a parsed stat line.
+func of(id ID) (Incarnation, error) { return complete(Incarnation{ID: id}) }
+
 func complete(inc Incarnation) (Incarnation, error) {
 	b, err := boot()
 	if err != nil {

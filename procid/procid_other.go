@@ -14,6 +14,10 @@ import (
 // readChild is read: a process that exited is gone here, whoever holds it.
 func readChild(pid int) (Incarnation, error) { return read(pid) }
 
+func of(id ID) (Incarnation, error) {
+	return Incarnation{}, fmt.Errorf("procid: incarnation of pid %d on %s: %w", id.PID, runtime.GOOS, errors.ErrUnsupported)
+}
+
 func read(pid int) (Incarnation, error) {
 	return Incarnation{}, fmt.Errorf("procid: read pid %d on %s: %w", pid, runtime.GOOS, errors.ErrUnsupported)
 }

@@ -193,3 +193,23 @@ func TestSelf(t *testing.T) {
 		t.Errorf("Verify with another start = %v, want ErrReused", err)
 	}
 }
+
+// Of computes from an identity what Read reports of the same process.
+func TestOf(t *testing.T) {
+	requireRead(t)
+	p := startBlocking(t)
+	read, err := ReadChild(p.Cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of, err := Of(read.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if of.ID != read.ID || of.BootID != read.BootID || math.Abs(of.CreateTime-read.CreateTime) > 1e-6 || math.Abs(of.BootStart-read.BootStart) > 1e-6 {
+		t.Errorf("Of(%v) = %+v, Read = %+v", read.ID, of, read)
+	}
+	if of.CreateTime <= 0 {
+		t.Errorf("Of(%v).CreateTime = %v", read.ID, of.CreateTime)
+	}
+}

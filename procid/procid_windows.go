@@ -34,6 +34,12 @@ const _STILL_ACTIVE = 259
 // readChild is read: a process that exited is gone here, whoever holds it.
 func readChild(pid int) (Incarnation, error) { return read(pid) }
 
+// of inverts read's start, which is the creation FILETIME as one number.
+func of(id ID) (Incarnation, error) {
+	created := windows.Filetime{HighDateTime: uint32(id.Start >> 32), LowDateTime: uint32(id.Start)}
+	return Incarnation{ID: id, CreateTime: float64(created.Nanoseconds()) / 1e9}, nil
+}
+
 func read(pid int) (Incarnation, error) {
 	h, synced, err := open(pid)
 	if err != nil {

@@ -2,7 +2,6 @@ package custody
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -141,43 +140,50 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 	}
 	var c *Child
 	defer func() { grant.settle(c) }()
+	// The supervisor is started before the ledger lock is taken: its first start execs a process,
+	// which is no wait to impose on the ledger's other writers.
+	if err := o.warm(); err != nil {
+		return nil, fmt.Errorf("custody: start: %w", err)
+	}
+	// The ledger lock is taken before the child starts, so that a stalled holder fails the start
+	// while the child has not run. The rest of the write (read, prune, the temporary file made and
+	// the kept rows written into it) is prepared from then on, while the scope is made and the
+	// child execs, so that recording the row once the child runs costs one short write and the
+	// rename. Making the temporary file is the longest step on some file systems, longer than the
+	// child's start (see BenchmarkStart): it begins first.
+	tx, err := o.Ledger.LockAppend(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
+	}
+	w := &pendingRow{tx: tx, done: make(chan struct{})}
+	go w.prepare()
 	prepare := scope.Prepare
 	if opts.SharedConsole {
 		prepare = scope.PrepareSharedConsole
 	}
 	if err := prepare(cmd); err != nil {
+		w.abort()
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
 	// A cgroup is covered before the child exists: from its first instruction, the owner's death
 	// reaches it and everything it starts.
 	cg := scope.PreparedCgroup(cmd)
-	if err := errors.Join(o.warm(), o.coverPrepared(cg)); err != nil {
+	if err := o.coverPrepared(cg); err != nil {
+		w.abort()
 		o.uncoverPrepared(cg)
 		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
 	o.stampOuter(cmd, cg)
-	// The ledger lock is taken before the child starts, so that a stalled holder fails the start
-	// while the child has not run. The rest of the write is prepared while the child execs (read,
-	// prune, the kept rows written into the temporary file), so that recording the row after the
-	// start costs one short write and the rename.
-	tx, err := o.Ledger.LockAppend(ctx)
-	if err != nil {
-		o.uncoverPrepared(cg)
-		scope.Abandon(cmd)
-		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
-	}
 	// A process group is covered only once it exists: the child waits at a gate until then.
 	var g *gate
 	path := cmd.Path
 	if cg == "" {
 		if g, err = newGate(cmd); err != nil {
-			tx.Abort()
+			w.abort()
 			return nil, fmt.Errorf("custody: start %s: %w", path, err)
 		}
 	}
-	w := &pendingRow{tx: tx, done: make(chan struct{})}
-	go w.prepare()
 	err = cmd.Start()
 	cmd.Path = path // the gate's executable was the means, not the command
 	g.started()
@@ -276,7 +282,7 @@ func (c *Child) gone(w *pendingRow) {
 	go c.reap()
 }
 
-// pendingRow is the ledger write a start prepares while its child execs.
+// pendingRow is the ledger write a start prepares while it makes the scope and the child execs.
 type pendingRow struct {
 	tx   *ledger.Txn
 	done chan struct{} // closed when prepare has returned
@@ -306,16 +312,13 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	if err := w.wait(); err != nil {
 		return err
 	}
-	inc, err := procid.Read(c.ID.PID)
-	if err != nil && !errors.Is(err, procid.ErrGone) {
+	// What the scope read at spawn, pidfs id included (from the pidfd Go took then, see
+	// scope.Attach), is the row's: the child is not read again. The reaper runs already, and an
+	// exited child's PID may name a stranger by now.
+	inc, err := procid.Of(c.ID)
+	if err != nil {
 		return err
 	}
-	// The reaper runs already: an exited child's PID may name a stranger by now, which a start
-	// other than the one read at spawn gives away.
-	if err != nil || c.ID.Start != 0 && inc.Start != c.ID.Start {
-		inc = procid.Incarnation{ID: c.ID} // record what the scope read at spawn
-	}
-	inc.PidfdID = c.ID.PidfdID // from the pidfd Go took at spawn (see scope.Attach)
 	o := c.owner
 	row := ledger.NewChildRow(inc, o.self, c.cmd.Args)
 	d := c.scope.Desc()

@@ -1,0 +1,13 @@
+//go:build unix && !linux
+
+package custody_test
+
+import (
+	"testing"
+	"time"
+)
+
+// floorCgroup returns -1: there are no cgroups here.
+func floorCgroup(*testing.B) int { return -1 }
+
+func startInCgroup(*testing.B, int) time.Duration { panic("no cgroups") }

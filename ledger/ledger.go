@@ -29,8 +29,9 @@ var ErrNotRegistered = errors.New("ledger: process not registered")
 // Between writes it keeps the file it last wrote open (not on Windows), with the rows written, so
 // that its next write skips reading and parsing the file when nobody has replaced it since (see
 // snapshot). A handle that has written therefore holds one descriptor and the ledger's bytes
-// until [Ledger.Close]; one that is dropped instead has its descriptor closed by the garbage
-// collector, as any unreachable [os.File].
+// until [Ledger.Close], and an owner's handle (one that prepared a start, [Txn.PrepareAppend])
+// on Linux one more, its spare file for the next write (see newTemp); one that is dropped
+// instead has its descriptors closed by the garbage collector, as any unreachable [os.File].
 type Ledger struct {
 	path string
 	// LockTimeout bounds the wait for the lock; 0 means [DefaultLockTimeout].
@@ -38,8 +39,13 @@ type Ledger struct {
 	// OnCorrupt, when set, is told of every corrupt file the moment it is quarantined.
 	OnCorrupt func(*CorruptError)
 
-	mu   sync.Mutex
-	last *snapshot
+	mu        sync.Mutex
+	last      *snapshot
+	spare     *os.File // see newTemp
+	spareSize int64    // the size reserved on disk for the spare
+	starts    bool     // the handle prepared an owner's start (Txn.PrepareAppend): it keeps a spare
+	making    bool     // a spare is being made
+	noSpare   bool     // the directory cannot have one
 }
 
 // Open returns a handle on the ledger at path (see [Resolve]). It touches nothing on disk.
@@ -51,6 +57,7 @@ func (l *Ledger) Close() error {
 	if s := l.takeSnapshot(); s != nil {
 		s.release()
 	}
+	l.closeSpare()
 	return nil
 }
 
@@ -80,6 +87,7 @@ func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row)
 	if err != nil {
 		return Report{}, err
 	}
+	defer l.afterWrite(false) // unlocked by then
 	return tx.commit(replaced, fn)
 }
 

@@ -102,7 +102,7 @@ func (tx *Txn) prepare(probe bool) (err error) {
 	}
 	tx.rows = prune(rows, &tx.rep, probe)
 	// Room for the kept rows and one more: most writes add or drop a row.
-	if tx.tmp, err = createTemp(l.path, size+rowRoom); err != nil {
+	if tx.tmp, err = l.newTemp(size + rowRoom); err != nil {
 		return err
 	}
 	return nil
@@ -200,6 +200,9 @@ func (l *Ledger) LockAppend(ctx context.Context) (*Txn, error) { return l.lockTx
 // probing no PID: on a machine with few CPUs every system call it makes slows the exec it
 // overlaps. The caller's other writes (the row's drop when the child ends) prune as usual.
 func (tx *Txn) PrepareAppend() error {
+	tx.l.mu.Lock()
+	tx.l.starts = true // an owner's handle: it keeps a spare (see newTemp)
+	tx.l.mu.Unlock()
 	if err := tx.prepare(false); err != nil {
 		return err
 	}
@@ -215,6 +218,9 @@ func (tx *Txn) PrepareAppend() error {
 // kept rows are already in the file: only the row and the array's end are written, unless a kept
 // row has the PID (a stale row of a recycled PID), when the file is written anew.
 func (tx *Txn) Append(row Row) (Report, error) {
+	// The spare for an owner's handle's next write (see newTemp) is made after the unlock
+	// (deferred below); after a start's append, which the start waits for, off its path.
+	defer tx.l.afterWrite(tx.prewritten)
 	if row.PID <= 0 {
 		tx.Abort()
 		return tx.rep, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)

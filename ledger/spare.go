@@ -1,0 +1,102 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+)
+
+// A handle keeps one spare: a file made ahead in the ledger's directory, with no name (Linux's
+// O_TMPFILE), which the next write names under the lock and fills instead of making its temporary
+// file. Making a file is the costliest step of a write on some file systems (journal-less ext4
+// skips every recently freed inode on each creation: hundreds of microseconds while files come
+// and go); naming one is a link. Only an owner's handle keeps one, one that has prepared a start
+// ([Txn.PrepareAppend]): a process that writes once would make a file only to free it at its
+// exit. The spare is made after a write, off the next write's path: by the write itself once it
+// has unlocked, or, after a start's append, which the start waits for, in the background. A spare has no name until a write under the lock gives it one, so
+// that every named temporary file still belongs to a lock holder (see removeStaleTemps), and an
+// owner that dies leaves nothing: the kernel frees an unnamed file with its last descriptor.
+
+// newTemp returns the temporary file of a write: the handle's spare, named now, or a new file.
+// The caller holds the lock.
+func (l *Ledger) newTemp(size int64) (*os.File, error) {
+	if s, reserved := l.takeSpare(); s != nil {
+		f, err := nameSpare(s, l.path)
+		s.Close()
+		if err == nil {
+			if size > reserved {
+				preallocate(f, size)
+			}
+			return f, nil
+		}
+	}
+	return createTemp(l.path, size)
+}
+
+// takeSpare returns the spare and the size reserved on disk for it, or nil.
+func (l *Ledger) takeSpare() (*os.File, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, reserved := l.spare, l.spareSize
+	l.spare, l.spareSize = nil, 0
+	return s, reserved
+}
+
+// refillSpare makes the handle's spare if it has none. A directory where one cannot be made (no
+// O_TMPFILE there, or not Linux) is not tried again by this handle.
+func (l *Ledger) refillSpare() {
+	l.mu.Lock()
+	if l.spare != nil || l.making || l.noSpare {
+		l.mu.Unlock()
+		return
+	}
+	l.making = true
+	// Room for the file last written and one more row, reserved now rather than by the write
+	// (see preallocate).
+	var size int64
+	if l.last != nil {
+		size = l.last.fi.Size() + rowRoom
+	}
+	l.mu.Unlock()
+	s, err := makeSpare(l.path)
+	if err == nil {
+		preallocate(s, size)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.making = false
+	if err != nil {
+		l.noSpare = true
+		return
+	}
+	if l.spare != nil {
+		s.Close()
+		return
+	}
+	l.spare, l.spareSize = s, size
+}
+
+// afterWrite makes the spare of an owner's handle once a write has unlocked: in the background
+// after a start's append (the start waits for the append), at once after any other write.
+func (l *Ledger) afterWrite(start bool) {
+	l.mu.Lock()
+	owner := l.starts
+	l.mu.Unlock()
+	switch {
+	case !owner:
+	case start:
+		go l.refillSpare()
+	default:
+		l.refillSpare()
+	}
+}
+
+// closeSpare lets go of the spare; the kernel frees it.
+func (l *Ledger) closeSpare() {
+	if s, _ := l.takeSpare(); s != nil {
+		s.Close()
+	}
+}
+
+func spareError(op string, err error) error {
+	return fmt.Errorf("write ledger: spare: %s: %w", op, err)
+}

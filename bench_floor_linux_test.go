@@ -33,8 +33,8 @@ func floorCgroup(b *testing.B) int {
 	return fd
 }
 
-// startInCgroup times a plain start of /bin/true with Setpgid, born in the cgroup fd names.
-func startInCgroup(b *testing.B, fd int) time.Duration {
+// floorStartInCgroup times a plain start of /bin/true with Setpgid, born in the cgroup fd names.
+func floorStartInCgroup(b *testing.B, fd int) time.Duration {
 	cmd := exec.Command("/bin/true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
 	t := time.Now()

@@ -86,7 +86,7 @@ func benchStart(b *testing.B) {
 		f.Close()
 
 		if cgfd >= 0 {
-			cgroupfd = append(cgroupfd, startInCgroup(b, cgfd))
+			cgroupfd = append(cgroupfd, floorStartInCgroup(b, cgfd))
 		}
 
 		t = time.Now()

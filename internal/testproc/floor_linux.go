@@ -20,7 +20,11 @@ func PidfdProbe(pid int) error {
 		return err
 	}
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	if n, err := unix.Poll(fds, 0); err != nil || n != 0 {
+	n, err := unix.Poll(fds, 0)
+	for err == unix.EINTR { // a signal (the runtime's preemption) during the poll: not an answer
+		n, err = unix.Poll(fds, 0)
+	}
+	if err != nil || n != 0 {
 		return errors.Join(err, errors.New("poll: the process has exited"))
 	}
 	return nil

@@ -50,6 +50,7 @@ type Child struct {
 // descriptor for every child it ever started. A scope with members left stays covered until
 // [Child.Stop] or [Child.Release].
 func (c *Child) reap() {
+	c.awaitExit()
 	c.waitErr = c.cmd.Wait()
 	close(c.done)
 	<-c.adopted // a failed start undoes its own work

@@ -1,10 +1,5 @@
 package jsonscan
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
-
 // maxDepth is encoding/json's maxNestingDepth: it rejects a document with more open arrays and
 // objects than this, and jsonscan must agree with it on what is valid.
 const maxDepth = 10000
@@ -176,38 +171,12 @@ var stops = func() (t [256]uint8) {
 }()
 
 // stringStop returns the index of the first byte at or after data[i] in one of the classes of
-// mask, or len(data). It tests eight bytes at a time (see stopWord): a ledger is mostly strings,
-// and byte by byte, this loop was a fifth of a parse.
+// mask, or len(data).
 func stringStop(data []byte, i int, mask uint8) int {
-	high := uint64(0)
-	if mask&stopNonASCII != 0 {
-		high = lanes(0x80)
-	}
-	for ; i+8 <= len(data); i += 8 {
-		if w := stopWord(binary.LittleEndian.Uint64(data[i:])) | binary.LittleEndian.Uint64(data[i:])&high; w != 0 {
-			return i + bits.TrailingZeros64(w)/8
-		}
-	}
 	for i < len(data) && stops[data[i]]&mask == 0 {
 		i++
 	}
 	return i
-}
-
-// lanes returns b in each of a word's eight bytes.
-func lanes(b uint8) uint64 { return uint64(b) * 0x0101010101010101 }
-
-// stopWord returns, for eight bytes of a string read as a little-endian word, a word whose
-// lowest set bit is the high bit of the first byte of class stopString ('"', '\\', or below
-// 0x20), and 0 when none is: the classic bit tricks, x-lanes(n) &^ x & lanes(0x80) for a byte
-// below n and the same on x^lanes(c) (below 1) for a byte equal to c. A borrow can mark a
-// byte above a true one, never below it, so the lowest mark is exact; bytes of 0x80 and above are
-// never marked (&^ x).
-func stopWord(x uint64) uint64 {
-	const h = 0x8080808080808080
-	q := x ^ lanes('"')
-	b := x ^ lanes('\\')
-	return (x-lanes(0x20))&^x&h | (q-lanes(1))&^q&h | (b-lanes(1))&^b&h
 }
 
 // skipDigits returns the index of the first byte at or after data[i] that is not a decimal

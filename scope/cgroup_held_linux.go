@@ -90,21 +90,5 @@ func (h *heldFiles) close() {
 // than the buffer: a seq_file fills the caller's buffer with as much of a record as fits, and a
 // second read would only find the end.
 func preadAll(fd int, oneRecord bool) ([]byte, error) {
-	var buf [4096]byte
-	var out []byte
-	for {
-		n, err := unix.Pread(fd, buf[:], int64(len(out)))
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return nil, err
-		case n == 0:
-			return out, nil
-		}
-		out = append(out, buf[:n]...)
-		if oneRecord && n < len(buf) {
-			return out, nil
-		}
-	}
+	return readFrom(fd, true, oneRecord)
 }

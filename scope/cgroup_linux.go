@@ -121,10 +121,22 @@ func (c *cgroup) fileErr(op, name string, err error) error {
 }
 
 func readAll(fd int) ([]byte, error) {
+	return readFrom(fd, false, false)
+}
+
+// readFrom reads fd until the end, or, for oneRecord, until a read shorter than its buffer (see
+// preadAll); with positioned, from the file's start (pread) rather than its offset.
+func readFrom(fd int, positioned, oneRecord bool) ([]byte, error) {
 	var buf [4096]byte
 	var out []byte
 	for {
-		n, err := unix.Read(fd, buf[:])
+		var n int
+		var err error
+		if positioned {
+			n, err = unix.Pread(fd, buf[:], int64(len(out)))
+		} else {
+			n, err = unix.Read(fd, buf[:])
+		}
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -134,6 +146,9 @@ func readAll(fd int) ([]byte, error) {
 			return out, nil
 		}
 		out = append(out, buf[:n]...)
+		if oneRecord && n < len(buf) {
+			return out, nil
+		}
 	}
 }
 

@@ -120,10 +120,14 @@ func escapeDies(t *testing.T, cgfd int) {
 			t.Fatalf("descendant %v: %+v %v; want it leading a session and group of its own", esc.ID, inc, err)
 		}
 		if how == "custody stop" {
+			// The child runs, and prints, before custody run has recorded it: a stop before the
+			// row is written would find no authority.
+			awaitRow(t, led, child)
 			stop := testproc.Helper(t, "custody", "--ledger", led, "stop", "--grace", "1s", child)
 			asNobody(t, stop, t.TempDir()) // its own copy of the binary: the first one is running
 			if r := runCmd(t, stop); r.code != 0 || !strings.Contains(r.stdout, "exited") {
 				t.Errorf("custody stop %s as uid 65534: %+v", child, r)
+				p.Process.Kill() // custody run would wait for its child for ever
 			}
 		} else {
 			p.Process.Signal(unix.SIGKILL)
@@ -136,6 +140,30 @@ func escapeDies(t *testing.T, cgfd int) {
 			return nil
 		})
 	}
+}
+
+// awaitRow waits until the ledger at path holds a row for pid. It reads the file itself: the
+// ledger belongs to uid 65534, which custody as root would rightly not trust.
+func awaitRow(t *testing.T, path, pid string) {
+	t.Helper()
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var rows []struct {
+			PID json.Number `json:"pid"`
+		}
+		if err := json.Unmarshal(b, &rows); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if r.PID.String() == pid {
+				return nil
+			}
+		}
+		return fmt.Errorf("no row for pid %s in %s", pid, path)
+	})
 }
 
 // cgroupMount returns the cgroup2 mount above where (which is <mount>/custody for root).

@@ -98,8 +98,8 @@ func (o *Owner) close() error {
 	if o.ownSup {
 		errs = append(errs, o.Supervisor.Close())
 	}
-	if o.outer != nil { // a nested owner's connection to the outer supervisor, made by init
-		errs = append(errs, o.outer.Close())
+	for _, out := range o.outer { // a nested owner's connections to the outer supervisors, made by init
+		errs = append(errs, out.Close())
 	}
 	errs = append(errs, o.Ledger.Close())
 	if err := errors.Join(errs...); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -44,44 +45,65 @@ func (o *Owner) uncover(s *scope.Scope) error {
 		return o.Supervisor.UnregisterCgroup(d.Cgroup)
 	}
 	err := o.Supervisor.Unregister(s.PGID())
-	if o.outer != nil {
-		err = errors.Join(err, o.outer.Unregister(s.PGID()))
+	for _, out := range o.outer {
+		err = errors.Join(err, out.Unregister(s.PGID()))
 	}
 	return err
 }
 
-// outerFromEnv returns the outer owner's supervisor this process was started under (see
-// [supervise.EnvOuter]), or nil when it runs in no outer owner's process-group scope.
-func outerFromEnv() *supervise.Outer {
-	if p := os.Getenv(supervise.EnvOuter); p != "" {
-		return &supervise.Outer{Path: p}
+// outersFromEnv returns the supervisors of the owners this process was started under on the
+// process-group path, nearest first (see [supervise.EnvOuter]), or nil when it runs in no outer
+// owner's process-group scope.
+func outersFromEnv() []*supervise.Outer {
+	var outers []*supervise.Outer
+	for _, p := range filepath.SplitList(os.Getenv(supervise.EnvOuter)) {
+		if p != "" {
+			outers = append(outers, &supervise.Outer{Path: p})
+		}
 	}
-	return nil
+	return outers
 }
 
-// stampOuter names this owner's supervisor to a process-group child, which registers the groups
-// it owns there too if it is an owner itself: process groups do not nest, and without it an
-// inner scope's residue would outlive this owner. A cgroup child gets no name (its scopes nest
-// below its own cgroup), nor an inherited one: only the nearest owner is named.
+// stampOuter names this owner's supervisor, then every outer owner's this owner registers with,
+// to a process-group child, which registers the groups it owns with each of them if it is an
+// owner itself: process groups do not nest, and without it an inner scope's residue would
+// outlive this owner, and, were only the nearest owner named, every outer owner whose death
+// should reach it once this owner and its supervisor died together. A cgroup child gets no name
+// (its scopes nest below its own cgroup), nor an inherited one. A socket path holding the list
+// separator (':') cannot be named, and is left out.
 func (o *Owner) stampOuter(cmd *exec.Cmd, cgroup string) {
 	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, supervise.EnvOuter+"=") })
 	if cgroup != "" {
 		return
 	}
+	paths := make([]string, 0, 1+len(o.outer))
 	if p := o.Supervisor.NestSocket(); p != "" {
-		cmd.Env = append(cmd.Env, supervise.EnvOuter+"="+p)
+		paths = append(paths, p)
+	}
+	for _, out := range o.outer {
+		paths = append(paths, out.Path)
+	}
+	paths = slices.DeleteFunc(paths, func(p string) bool { return strings.ContainsRune(p, filepath.ListSeparator) })
+	if len(paths) > 0 {
+		cmd.Env = append(cmd.Env, supervise.EnvOuter+"="+strings.Join(paths, string(filepath.ListSeparator)))
 	}
 }
 
-// coverOuter registers a process-group child's group with the outer owner's supervisor too, when
-// this owner is nested: the outer owner's death then stops it even when this owner and its own
-// supervisor are gone. A refusal fails the start: the child would be uncovered by the outer scope.
+// coverOuter registers a process-group child's group with every outer owner's supervisor too,
+// nearest first, when this owner is nested: each outer owner's death then stops it even when
+// this owner, the owners between and their supervisors are gone. A refusal fails the start: the
+// child would be uncovered by that outer scope.
 func (o *Owner) coverOuter(s *scope.Scope) error {
-	if o.outer == nil || s.Kind() == scope.KindCgroup {
+	if s.Kind() == scope.KindCgroup {
 		return nil
 	}
 	l := s.Leader()
-	return o.outer.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID})
+	for _, out := range o.outer {
+		if err := out.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (o *Owner) uncoverPrepared(path string) {

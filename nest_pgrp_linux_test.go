@@ -22,11 +22,16 @@ import (
 
 func init() { testproc.Register("pnode", helperPNode) }
 
+// envPTwoLevels, set in the tree's environment, puts a second nested owner (PV) below PW.
+const envPTwoLevels = "CUSTODY_TEST_PNODE_TWO_LEVELS"
+
 // helperPNode is one process of a process-group tree, by role, printing node lines as helperNode:
 //
 //	PR  owner of PW; prints "node PRsup <pid> <start>" (its supervisor) and "node nest <path>"
-//	PW  nested owner of PM; prints "node PWsup <pid> <start>"; stops PM when the test drops
-//	    <dir>/teardown, then prints "node W-torn <outcome>"
+//	PW  nested owner of PM (of PV when $CUSTODY_TEST_PNODE_TWO_LEVELS is set); prints
+//	    "node PWsup <pid> <start>"; stops its child when the test drops <dir>/teardown, then
+//	    prints "node W-torn <outcome>"
+//	PV  nested owner of PM, one level further down; prints "node PVsup <pid> <start>"
 //	PM  starts PG in its own group, not owned
 //	PG  a leaf
 func helperPNode(args []string) int {
@@ -54,14 +59,21 @@ func pnode(role string) error {
 			return err
 		}
 		fmt.Println("node nest", o.Supervisor.NestSocket())
-	case "PW":
+	case "PW", "PV":
+		next := "PM"
+		if role == "PW" && os.Getenv(envPTwoLevels) != "" {
+			next = "PV"
+		}
 		o := nodeOwner()
-		c, err := o.Start(context.Background(), pnodeCmd("PM"), custody.StartOptions{Purpose: "serve"})
+		c, err := o.Start(context.Background(), pnodeCmd(next), custody.StartOptions{Purpose: "serve"})
 		if err != nil {
 			return err
 		}
-		if err := printSupervisor("PWsup", o.Supervisor); err != nil {
+		if err := printSupervisor(role+"sup", o.Supervisor); err != nil {
 			return err
+		}
+		if role == "PV" {
+			break
 		}
 		awaitMark(filepath.Join(os.Getenv(envNodeDir), "teardown"))
 		fmt.Println("node W-torn", c.Stop(context.Background(), stop.Options{Grace: time.Second}).Outcome)
@@ -104,16 +116,24 @@ func pnodeCmd(role string) *exec.Cmd {
 
 // startPTree starts the process-group tree PR → PW → PM → PG, with process-group containment
 // forced, and reads its nodes.
-func startPTree(t *testing.T) *tree {
+func startPTree(t *testing.T) *tree { return startPTreeOf(t, false) }
+
+// startPTreeOf starts the tree, with PV between PW and PM when twoLevels is set.
+func startPTreeOf(t *testing.T, twoLevels bool) *tree {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := testproc.Helper(t, "pnode", "PR")
 	cmd.Env = append(cmd.Env, envNodeLedger+"="+filepath.Join(dir, "spawn-ledger.json"), envNodeDir+"="+dir,
 		scope.EnvContainment+"=process-group")
+	nodes := []string{"PR", "PRsup", "PW", "PWsup", "PM", "PG"}
+	if twoLevels {
+		cmd.Env = append(cmd.Env, envPTwoLevels+"=1")
+		nodes = append(nodes, "PV", "PVsup")
+	}
 	cmd.WaitDelay = 10 * time.Second
 	tr := &tree{p: testproc.Start(t, cmd), dir: dir, nodes: map[string]procid.ID{}}
 	tr.next = func(t *testing.T) []string { return tr.p.Expect("", 30*time.Second) }
-	tr.read(t, "PR", "PRsup", "PW", "PWsup", "PM", "PG")
+	tr.read(t, nodes...)
 	if !tr.hasPrefix("nest ") {
 		tr.read(t, "nest "+tr.nestPath(t))
 	}
@@ -155,6 +175,26 @@ func (tr *tree) kill(t *testing.T, role string, sig syscall.Signal) {
 	if err := syscall.Kill(id.PID, sig); err != nil {
 		t.Fatalf("signal node %s: %v", role, err)
 	}
+}
+
+// Two nested levels, PR → PW → PV → PM → PG: PV registers PM's group with PW's supervisor and
+// with PR's. With PW, PV and both their supervisors killed, PR's SIGKILL still kills PM and PG;
+// had PV named PW's supervisor alone, nothing alive would cover them any more.
+func TestNestedGroupsDieWithOutermostOwner(t *testing.T) {
+	tr := startPTreeOf(t, true)
+	for _, n := range []string{"PW", "PV"} { // stopped: no replacement of their supervisors
+		tr.kill(t, n, syscall.SIGSTOP)
+	}
+	tr.kill(t, "PWsup", syscall.SIGKILL)
+	tr.kill(t, "PVsup", syscall.SIGKILL)
+	tr.gone(t, "PWsup", "PVsup")
+	tr.kill(t, "PV", syscall.SIGKILL)
+	tr.kill(t, "PW", syscall.SIGKILL)
+	tr.gone(t, "PW", "PV")
+	tr.alive(t, "PR", "PM", "PG") // only PR's supervisor covers them now
+	tr.p.Process.Signal(syscall.SIGKILL)
+	tr.p.Process.Wait()
+	tr.gone(t, "PM", "PG", "PRsup")
 }
 
 // On the process-group path a nested owner registers its groups with the outer owner's

@@ -41,8 +41,8 @@ type Owner struct {
 	once    sync.Once
 	initErr error
 	self    procid.Incarnation
-	outer   *supervise.Outer // the outer owner's supervisor, for a nested owner on the process-group path
-	ownSup  bool             // init made the Supervisor: it is the owner's to close
+	outer   []*supervise.Outer // every outer owner's supervisor, nearest first, for a nested owner on the process-group path
+	ownSup  bool               // init made the Supervisor: it is the owner's to close
 
 	mu       sync.Mutex
 	inited   bool                // a Start or an Adopt was admitted
@@ -94,7 +94,7 @@ func (o *Owner) init() error {
 			o.Supervisor = &supervise.Client{}
 			o.ownSup = true
 		}
-		o.outer = outerFromEnv()
+		o.outer = outersFromEnv()
 		o.self, o.initErr = procid.Self()
 	})
 	return o.initErr

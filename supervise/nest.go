@@ -12,8 +12,8 @@ import (
 //
 //	outer supervisor      listens on the Unix socket $EnvNestSocket names, in a directory of
 //	                      mode 0700 its [Client] made
-//	outer owner           stamps that path into each process-group child's environment as
-//	                      $EnvOuter
+//	outer owner           stamps that path, then the paths it was itself given, into each
+//	                      process-group child's environment as $EnvOuter
 //	nested owner → socket register <pid> <pgid> <start> [<pidfd_id>]   (one connection, many lines)
 //	                      unregister <pgid>
 //	supervisor → socket   ok | refused                                 one answer per line
@@ -38,8 +38,11 @@ const (
 	// EnvNestSocket, in the supervisor's environment, is the Unix socket path on which [Run]
 	// takes nested owners' registrations. [Client] sets it.
 	EnvNestSocket = "CUSTODY_SUPERVISOR_NEST_SOCKET"
-	// EnvOuter, in an owned child's environment, names the owner's supervisor's nest socket: a
-	// custody owner running with it registers its process groups there too.
+	// EnvOuter, in an owned child's environment, names the owner's supervisor's nest socket, then
+	// those of the owners around it, nearest first, as a list like $PATH (':' between paths): a
+	// custody owner running with it registers its process groups with each of them too, so that
+	// every outer owner's death reaches them, even when the owners between died with their
+	// supervisors.
 	EnvOuter = "CUSTODY_OUTER_SUPERVISOR"
 )
 

@@ -123,7 +123,7 @@ func TestRunGrantAdopt(t *testing.T) {
 		}
 		return nil
 	})
-	if r := runCLI(t, "--ledger", led, "ps", "--all", "--json"); strings.TrimSpace(r.stdout) != "[\n]" {
+	if r := runCLI(t, "--ledger", led, "ps", "--all", "--json"); strings.TrimSpace(r.stdout) != "[]" {
 		t.Errorf("rows left after the adopter's end: %s", r.stdout)
 	}
 	// The grant is spent: a second redemption is refused, with nothing changed.

@@ -110,7 +110,7 @@ func TestRegisterAndPs(t *testing.T) {
 	if r := runCLI(t, append(other, "ps", "--json")...); !strings.Contains(r.stdout, `"gateway"`) {
 		t.Errorf("ps from another install misses the row: %q", r.stdout)
 	}
-	if r := runCLI(t, "--ledger", led, "ps", "--json", "--install", tag.Install("/opt/b")); strings.TrimSpace(r.stdout) != "[\n]" {
+	if r := runCLI(t, "--ledger", led, "ps", "--json", "--install", tag.Install("/opt/b")); strings.TrimSpace(r.stdout) != "[]" {
 		t.Errorf("ps --install of another install lists %q", r.stdout)
 	}
 	if r := runCLI(t, "--ledger", led, "ps", "--json", "--install", tag.Install("/opt/a")); !strings.Contains(r.stdout, `"gateway"`) {

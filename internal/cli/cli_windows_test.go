@@ -198,7 +198,7 @@ func TestRunChildTakesCtrlC(t *testing.T) {
 func TestPsEmpty(t *testing.T) {
 	led := ledgerPath(t)
 	r := runCLI(t, "--ledger", led, "ps", "--json")
-	if r.code != 0 || strings.TrimSpace(r.stdout) != "[\n]" || r.stderr != "" {
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "[]" || r.stderr != "" {
 		t.Errorf("ps --json of an absent ledger: %+v", r)
 	}
 	if _, err := os.Stat(led); !errors.Is(err, os.ErrNotExist) {

@@ -114,7 +114,10 @@ func writePsJSON(w io.Writer, entries []ledger.Entry) error {
 			return fmt.Errorf("ps: pid %d: %w", e.PID, err)
 		}
 	}
-	b.WriteString("\n]\n")
+	if len(entries) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("]\n") // "[]" for no rows, as reap --json prints it
 	return b.Flush()
 }
 

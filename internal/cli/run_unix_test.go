@@ -53,7 +53,7 @@ func TestRunExitCodes(t *testing.T) {
 			t.Errorf("run %s: exit %d, want %d (stderr %q)", tc.cmd, r.code, tc.code, r.stderr)
 		}
 	}
-	if r := runCLI(t, "--ledger", led, "ps", "--all", "--json"); strings.TrimSpace(r.stdout) != "[\n]" {
+	if r := runCLI(t, "--ledger", led, "ps", "--all", "--json"); strings.TrimSpace(r.stdout) != "[]" {
 		t.Errorf("rows left after the runs: %s", r.stdout)
 	}
 }

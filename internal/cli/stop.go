@@ -166,9 +166,9 @@ func printResults(w io.Writer, results []stop.Result, asJSON bool) error {
 	}
 	bw := bufio.NewWriter(w) // tabwriter writes cell by cell: one syscall each
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tOUTCOME\tFORCED\tREASON")
+	fmt.Fprintln(tw, "PID\tOUTCOME\tREQUEST\tFORCED\tREASON")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", r.PID, r.Outcome, yesNo(r.Forced), dash(r.Reason))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.PID, r.Outcome, dash(r.Request), yesNo(r.Forced), dash(r.Reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

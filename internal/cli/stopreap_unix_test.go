@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -121,6 +122,27 @@ func TestStop(t *testing.T) {
 	}
 	if !alive(t, pids[3]) {
 		t.Errorf("bad input signalled something")
+	}
+}
+
+// TestStopTable: the text table names, for each process, the request sent before any kill.
+func TestStopTable(t *testing.T) {
+	led := ledgerPath(t)
+	term := reaped(t, exec.Command("cat"))
+	pid := strconv.Itoa(term.Process.Pid)
+	if r := runCLI(t, "--ledger", led, "register", "--pid", pid); r.code != 0 {
+		t.Fatalf("register: %+v", r)
+	}
+	r := runCLI(t, "--ledger", led, "stop", pid)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != 0 || len(lines) != 2 {
+		t.Fatalf("custody stop %s: %+v", pid, r)
+	}
+	want := [][]string{{"PID", "OUTCOME", "REQUEST", "FORCED", "REASON"}, {pid, "exited", "SIGTERM", "no", "-"}}
+	for i, w := range want {
+		if got := strings.Fields(lines[i]); !slices.Equal(got, w) {
+			t.Errorf("line %d of the table: %q, want %q", i, got, w)
+		}
 	}
 }
 

@@ -1,12 +1,13 @@
 package scope
 
-// A supervisor holds open, from the moment it covers a cgroup, the three interface files its
-// sweep reads at the owner's death: cgroup.procs and cgroup.stat (the members, read twice to
-// prove them) and cgroup.events (emptiness). On kernfs an openat and its close cost more than
-// the read between them, and a sweep of a thousand cgroups made them most of its work, while the
-// processes it had signalled were competing for the same CPUs to exit. A held file is read again
-// from offset 0 with pread(2): a seq_file restarts its iteration there (cgroup.procs included),
-// and a read of cgroup.events re-arms its POLLPRI notification.
+// A supervisor holds open, from the moment it covers a cgroup, the two interface files its sweep
+// reads at the owner's death: cgroup.procs (the members, read twice to prove them) and
+// cgroup.events (emptiness). On kernfs an openat and its close cost more than the read between
+// them, and a sweep of a thousand cgroups made them most of its work, while the processes it had
+// signalled were competing for the same CPUs to exit. A held file is read again from offset 0
+// with pread(2): a seq_file restarts its iteration there (cgroup.procs included), and a read of
+// cgroup.events re-arms its POLLPRI notification. (Whether cgroups are nested below is the
+// directory's link count: see nested.)
 
 import (
 	"sync"
@@ -17,8 +18,11 @@ import (
 
 // heldFiles are a cgroup's interface files held open by a supervisor (see hold).
 type heldFiles struct {
-	procs, stat, events int
+	procs, events int
 }
+
+// heldFilesEach is how many descriptors one cgroup's held files use.
+const heldFilesEach = 2
 
 // heldCount counts the descriptors all held files use; it is capped at a quarter of
 // RLIMIT_NOFILE (fdQuarter), so that a supervisor covering many cgroups never spends on held
@@ -38,20 +42,20 @@ var (
 // hold opens the cgroup's held files, or holds none when the budget or an open says no: every
 // read then opens its file, as for a cgroup that is not held.
 func (c *cgroup) hold() {
-	if heldCount.Add(3) > fdQuarter() {
-		heldCount.Add(-3)
+	if heldCount.Add(heldFilesEach) > fdQuarter() {
+		heldCount.Add(-heldFilesEach)
 		return
 	}
 	c.with(func(dir int) error {
-		h := &heldFiles{procs: -1, stat: -1, events: -1}
+		h := &heldFiles{procs: -1, events: -1}
 		for _, f := range []struct {
 			name string
 			fd   *int
-		}{{"cgroup.procs", &h.procs}, {"cgroup.stat", &h.stat}, {"cgroup.events", &h.events}} {
+		}{{"cgroup.procs", &h.procs}, {"cgroup.events", &h.events}} {
 			fd, err := unix.Openat(dir, f.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				h.close()
-				heldCount.Add(-3)
+				heldCount.Add(-heldFilesEach)
 				return err
 			}
 			*f.fd = fd
@@ -68,8 +72,6 @@ func (c *cgroup) heldFile(name string) int {
 		return -1
 	case name == "cgroup.procs":
 		return h.procs
-	case name == "cgroup.stat":
-		return h.stat
 	case name == "cgroup.events":
 		return h.events
 	}
@@ -78,17 +80,9 @@ func (c *cgroup) heldFile(name string) int {
 
 // close closes the held files and gives their descriptors back to the budget.
 func (h *heldFiles) close() {
-	for _, fd := range []int{h.procs, h.stat, h.events} {
+	for _, fd := range []int{h.procs, h.events} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
 	}
-}
-
-// preadAll reads a held file from its start. A file the cgroup code shows in one record
-// (cgroup.stat, cgroup.events: everything but the member lists) is whole after a read shorter
-// than the buffer: a seq_file fills the caller's buffer with as much of a record as fits, and a
-// second read would only find the end.
-func preadAll(fd int, oneRecord bool) ([]byte, error) {
-	return readFrom(fd, true, oneRecord)
 }

@@ -95,7 +95,7 @@ func (c *cgroup) readFile(name string) ([]byte, error) {
 	err := c.with(func(dir int) error {
 		if fd := c.heldFile(name); fd >= 0 {
 			var err error
-			out, err = preadAll(fd, name == "cgroup.stat" || name == "cgroup.events")
+			out, err = readFrom(fd, name, true)
 			return c.fileErr("pread", name, err)
 		}
 		fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -103,7 +103,7 @@ func (c *cgroup) readFile(name string) ([]byte, error) {
 			return c.fileErr("openat", name, err)
 		}
 		defer unix.Close(fd)
-		out, err = readAll(fd)
+		out, err = readFrom(fd, name, false)
 		return c.fileErr("read", name, err)
 	})
 	return out, err
@@ -120,20 +120,17 @@ func (c *cgroup) fileErr(op, name string, err error) error {
 	return &os.PathError{Op: op, Path: filepath.Join(c.path, name), Err: err}
 }
 
-func readAll(fd int) ([]byte, error) {
-	return readFrom(fd, false, false)
-}
-
-// readFrom reads fd until the end, or, for oneRecord, until a read shorter than its buffer (see
-// preadAll); with positioned, from the file's start (pread) rather than its offset.
-func readFrom(fd int, positioned, oneRecord bool) ([]byte, error) {
+// readFrom reads the interface file name open at fd until its end: the end of file, or a read
+// that must have been the last (see lastRead). With positioned it reads from the file's start
+// (pread, as a held file is read) rather than from its offset.
+func readFrom(fd int, name string, positioned bool) ([]byte, error) {
 	var buf [4096]byte
 	var out []byte
 	for {
 		var n int
 		var err error
 		if positioned {
-			n, err = unix.Pread(fd, buf[:], int64(len(out)))
+			n, err = rawPread(fd, buf[:], int64(len(out)))
 		} else {
 			n, err = unix.Read(fd, buf[:])
 		}
@@ -146,10 +143,34 @@ func readFrom(fd int, positioned, oneRecord bool) ([]byte, error) {
 			return out, nil
 		}
 		out = append(out, buf[:n]...)
-		if oneRecord && n < len(buf) {
+		if lastRead(name, n, len(buf)) {
 			return out, nil
 		}
 	}
+}
+
+// pidLineMax bounds a line of cgroup.procs: a PID has at most 7 digits (PID_MAX_LIMIT is 2^22),
+// and a newline.
+const pidLineMax = 8
+
+// lastRead reports whether a read of n bytes into a buffer of size bytes reached the end of the
+// interface file name, so that no read needs to find the end. Each file is a seq_file, which
+// fills the caller's buffer until it is full, or its records end, or the next record would
+// overflow its own buffer (a page, at least 4096 bytes, holding only what this read returns):
+//   - cgroup.events and cgroup.stat are one record, read whole by any read that leaves room in
+//     the buffer;
+//   - cgroup.procs is a record per PID line: a read that leaves room for two more lines stopped
+//     at the records' end, not at a full buffer. A sweep reads a scope's members twice, and most
+//     scopes have a few: this saves each read its second system call, which walks the members
+//     again from the first to find that there are no more.
+func lastRead(name string, n, size int) bool {
+	switch name {
+	case "cgroup.events", "cgroup.stat":
+		return n < size
+	case "cgroup.procs":
+		return n <= size-2*pidLineMax
+	}
+	return false
 }
 
 // populated reports whether any process lives in the cgroup or below it.
@@ -188,6 +209,12 @@ func (c *cgroup) kill() error {
 // signal goes to each member through a pidfd proven to name a member (see prove). It returns an
 // error wrapping procid.ErrGone when the cgroup was empty.
 func (c *cgroup) signal(sig unix.Signal) error {
+	return c.signalNested(sig, c.nested)
+}
+
+// signalNested is signal, told by nested whether cgroups may lie below this one (see
+// SignalAll: a sweep asks once for all the scopes of one directory).
+func (c *cgroup) signalNested(sig unix.Signal, nested func() bool) error {
 	if sig == unix.SIGKILL {
 		if pop, err := c.populated(); err != nil || !pop {
 			if err == nil {
@@ -197,7 +224,7 @@ func (c *cgroup) signal(sig unix.Signal) error {
 		}
 		return c.kill()
 	}
-	p, err := c.prove()
+	p, err := c.prove(nested())
 	if err != nil {
 		return err
 	}
@@ -217,9 +244,9 @@ type proven struct {
 // after its pidfd was opened is the process the pidfd names (its PID cannot have changed hands
 // while it lived), and a PID recycled after the first read to a process outside the cgroup is
 // not listed by the second. A process that exits in between is left out, and needs no signal.
-// It returns an error wrapping procid.ErrGone when the cgroup is empty.
-func (c *cgroup) prove() (*proven, error) {
-	nested := c.nested()
+// It returns an error wrapping procid.ErrGone when the cgroup is empty. With nested, the members
+// of the cgroups below it are listed too.
+func (c *cgroup) prove(nested bool) (*proven, error) {
 	pids, err := c.members(nested)
 	if err != nil {
 		return nil, err
@@ -229,7 +256,7 @@ func (c *cgroup) prove() (*proven, error) {
 	}
 	p := &proven{c: c, pids: pids, fds: make([]int, len(pids))}
 	for i, pid := range pids {
-		switch p.fds[i], err = unix.PidfdOpen(pid, 0); err {
+		switch p.fds[i], err = rawPidfdOpen(pid); err {
 		case nil:
 		case unix.ESRCH: // exited since the read
 		default: // out of descriptors, say: this member cannot be signalled
@@ -252,7 +279,7 @@ func (c *cgroup) prove() (*proven, error) {
 	slices.Sort(again)
 	for i, pid := range pids {
 		if _, listed := slices.BinarySearch(again, pid); !listed && p.fds[i] >= 0 {
-			unix.Close(p.fds[i])
+			rawClose(p.fds[i])
 			p.fds[i] = -1
 		}
 	}
@@ -267,7 +294,7 @@ func (p *proven) send(sig unix.Signal) error {
 		if fd < 0 {
 			continue
 		}
-		switch err := unix.PidfdSendSignal(fd, sig, nil, 0); err {
+		switch err := rawPidfdSendSignal(fd, sig); err {
 		case nil, unix.ESRCH:
 		default:
 			if first == nil {
@@ -282,17 +309,20 @@ func (p *proven) send(sig unix.Signal) error {
 func (p *proven) close() {
 	for i, fd := range p.fds {
 		if fd >= 0 {
-			unix.Close(fd)
+			rawClose(fd)
 			p.fds[i] = -1
 		}
 	}
 }
 
-// nested reports whether the cgroup may have cgroups below it: whether cgroup.stat's
-// nr_descendants is other than 0, or could not be read.
+// nested reports whether the cgroup may have cgroups below it: whether its directory's link
+// count is other than 2, or could not be read. kernfs counts a directory's links as 2 plus its
+// subdirectories, and every subdirectory of a cgroup is a cgroup: an fstat(2) of the directory
+// answers without cgroup.stat, whose read formats every counter it shows.
 func (c *cgroup) nested() bool {
-	stat, err := c.readFile("cgroup.stat")
-	return err != nil || !bytes.Contains(stat, []byte("nr_descendants 0\n"))
+	var st unix.Stat_t
+	err := c.with(func(dir int) error { return unix.Fstat(dir, &st) })
+	return err != nil || st.Nlink != 2
 }
 
 // members lists the processes of the cgroup and, when nested, of the cgroups below it. Most
@@ -376,7 +406,7 @@ func (c *cgroup) wait(ctx context.Context) error {
 		if _, err := unix.Seek(efd, 0, 0); err != nil {
 			return c.fileErr("seek", "cgroup.events", err)
 		}
-		b, err := readAll(efd)
+		b, err := readFrom(efd, "cgroup.events", false)
 		if err == unix.ENODEV {
 			return nil
 		}
@@ -463,7 +493,7 @@ func (c *cgroup) close() {
 		if c.held != nil {
 			c.held.close()
 			c.held = nil
-			heldCount.Add(-3)
+			heldCount.Add(-heldFilesEach)
 		}
 	}
 }

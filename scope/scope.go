@@ -214,6 +214,12 @@ func (s *Scope) Leader() procid.ID { return s.leader }
 // other signals return an error wrapping [errors.ErrUnsupported].
 func (s *Scope) Signal(sig os.Signal) error { return s.signal(sig) }
 
+// SignalAll sends sig to every scope in ss, as [Scope.Signal] to each, and returns each one's
+// error (nil, or as Signal's), in the order of ss. On Linux, the cgroup scopes of one directory
+// (one owner's, as a supervisor sweeping them has) are asked once together, not each, whether
+// cgroups lie below them.
+func SignalAll(ss []*Scope, sig os.Signal) []error { return signalAll(ss, sig) }
+
 // SignalGroup sends sig to the process group the scope's child leads, proven as [Scope.Signal]
 // proves a process-group scope: the job a terminal stops and continues. On the process-group
 // path it is the scope itself; in a cgroup, the part of it that stayed in the child's group. It

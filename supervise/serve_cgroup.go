@@ -43,11 +43,20 @@ func (s *server) dropCgroup(path string) {
 	}
 }
 
-// signalCgroups sends sig to every process in every covered cgroup.
+// signalCgroups sends sig to every process in every covered cgroup, all at once (scope.SignalAll,
+// which asks once per directory whether cgroups lie below them).
 func (s *server) signalCgroups(sig unix.Signal) {
-	for path, sc := range s.cgroups {
-		if err := sc.Signal(sig); err != nil && !errors.Is(err, procid.ErrGone) {
-			s.log.Warn("supervise: signal failed", "cgroup", path, "signal", sig.String(), "err", err)
+	if len(s.cgroups) == 0 {
+		return
+	}
+	paths := slices.Collect(maps.Keys(s.cgroups))
+	scopes := make([]*scope.Scope, len(paths))
+	for i, path := range paths {
+		scopes[i] = s.cgroups[path]
+	}
+	for i, err := range scope.SignalAll(scopes, sig) {
+		if err != nil && !errors.Is(err, procid.ErrGone) {
+			s.log.Warn("supervise: signal failed", "cgroup", paths[i], "signal", sig.String(), "err", err)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package scope
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+)
 
 // CgroupPath returns the file system path of a cgroup scope.
 func CgroupPath(t *testing.T, s *Scope) string {
@@ -16,4 +19,13 @@ func CgroupPath(t *testing.T, s *Scope) string {
 func WithoutGroupSignal(t *testing.T) {
 	was := groupSignalBroken.Swap(true)
 	t.Cleanup(func() { groupSignalBroken.Store(was) })
+}
+
+// WatchedThroughDir reports whether WaitAll would wait on the cgroup scopes ss, which share a
+// directory, through that directory's cgroup.events (they are all its subdirectories).
+func WatchedThroughDir(t *testing.T, ss []*Scope) bool {
+	t.Helper()
+	f := &family{dir: filepath.Dir(CgroupPath(t, ss[0])), events: -1, scopes: ss}
+	defer f.closeEvents()
+	return f.openEvents()
 }

@@ -2,11 +2,15 @@ package scope_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/scope"
 )
 
@@ -53,5 +57,44 @@ func TestWaitAllCgroups(t *testing.T) {
 	procs[1]()
 	if slices.ContainsFunc(held, func(s *scope.Scope) bool { e, err := s.Empty(); return err != nil || !e }) {
 		t.Fatal("a scope WaitAll saw empty is not")
+	}
+}
+
+// WaitAll over every scope of a directory that also holds a process of its own waits through
+// the directory, which stays populated: its rounds over the scopes see them empty.
+func TestWaitAllDirPopulated(t *testing.T) {
+	requireCgroups(t)
+	var procs []*testproc.Proc
+	var held []*scope.Scope
+	for range 2 {
+		p, _, h := heldScope(t)
+		ready(t, p)
+		procs, held = append(procs, p), append(held, h)
+	}
+	if !scope.WatchedThroughDir(t, held) {
+		t.Fatal("the test's scopes are not all of their directory's: WaitAll would not wait through it")
+	}
+	lodger := testproc.Start(t, tree(t))
+	ready(t, lodger)
+	dir := filepath.Dir(scope.CgroupPath(t, held[0]))
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(lodger.Process.Pid)), 0); err != nil {
+		t.Fatalf("move a process into the scopes' directory: %v", err)
+	}
+	t.Cleanup(func() { lodger.Stdin().Close(); lodger.Wait() })
+	for i, err := range scope.SignalAll(held, syscall.SIGTERM) {
+		if err != nil {
+			t.Fatalf("SignalAll: scope %d: %v", i, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if left := scope.WaitAll(ctx, held); len(left) != 0 {
+		t.Fatalf("WaitAll left %v with their directory populated by another process", left)
+	}
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("WaitAll returned at its deadline: %v", err)
+	}
+	for _, p := range procs {
+		wantSignaled(t, p, syscall.SIGTERM)
 	}
 }

@@ -23,7 +23,10 @@ import (
 	"github.com/custody-dev/custody/supervise"
 )
 
-func init() { testproc.RegisterBenchmark("bench-owner", helperBenchOwner) }
+func init() {
+	testproc.RegisterBenchmark("bench-owner", helperBenchOwner)
+	testproc.RegisterBenchmark("bench-plain-owner", helperPlainOwner)
+}
 
 // scopeTree is each scope's program: a shell that starts a cat (the grandchild) and becomes a
 // cat itself, both reading the lifeline, after printing "<grandchild> <child>". Each exits on
@@ -50,6 +53,26 @@ func helperBenchOwner(args []string) int {
 	select {}
 }
 
+// helperPlainOwner starts args[0] scopeTrees as a plain Go program would (os/exec, each in a
+// process group: no ledger, no scope, no supervisor), prints "ready" and waits to be killed. It
+// does not wait for them (a thread per child blocked in waitid would slow its death). Its fd 3
+// is the lifeline's write end, as helperBenchOwner's.
+func helperPlainOwner(args []string) int {
+	syscall.CloseOnExec(3)
+	n, _ := strconv.Atoi(args[0])
+	for range n {
+		cmd := exec.Command("sh", "-c", scopeTree)
+		cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+	}
+	fmt.Println("ready")
+	select {}
+}
+
 // BenchmarkOwnerDeathScopes measures the time from an owner's SIGKILL to the exit of every process
 // in N scopes, each a child with a grandchild (a shell that starts a cat and becomes a cat), as
 // pidfds report the exits. It runs per containment: cgroup (the supervisor SIGTERMs each cgroup's
@@ -61,7 +84,11 @@ func helperBenchOwner(args []string) int {
 //   - baseline=direct-kill-in-cgroups: the same, each tree born in a cgroup of its own, so that
 //     what the kernel spends on a process leaving its cgroup is on both sides;
 //   - baseline=owner-death: the owner helper with no scope, SIGKILLed, until its files are closed
-//     and its exit seen: the death no owned run can skip, at its smallest.
+//     and its exit seen: the death no owned run can skip, at its smallest;
+//   - baseline=owner-death+direct-kill: the two together, as a supervisor could at best: a plain
+//     Go program that started the same trees (os/exec, a process group each, nothing of custody)
+//     is SIGKILLed, and when its files are closed the benchmark SIGTERMs each group through a
+//     pidfd on its leader. What an owned run does beyond this floor is custody's.
 func BenchmarkOwnerDeathScopes(b *testing.B) {
 	for _, n := range []int{20, 1000} {
 		for _, c := range containments() {
@@ -75,6 +102,54 @@ func BenchmarkOwnerDeathScopes(b *testing.B) {
 			b.Run(fmt.Sprintf("scopes=%d/baseline=direct-kill-in-cgroups", n), func(b *testing.B) { benchScopesDirect(b, n, true) })
 		}
 		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death", n), benchOwnerDeath)
+		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n) })
+	}
+}
+
+// benchOwnerDeathDirect is the combined floor: see BenchmarkOwnerDeathScopes.
+func benchOwnerDeathDirect(b *testing.B, n int) {
+	var ds, owner []time.Duration
+	b.StopTimer()
+	for range b.N {
+		r, w, err := os.Pipe() // the trees' lifeline
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd, out, eof := startOwnerHelper(b, "bench-plain-owner", []string{strconv.Itoa(n)}, r)
+		r.Close()
+		trees := readTrees(b, out, n, true)
+		x := watchExits(b, slices.Clone(trees))
+		b.StartTimer()
+		start := time.Now()
+		cmd.Process.Kill()
+		waitEOF(b, eof)
+		owner = append(owner, time.Since(start))
+		for i := 1; i < len(trees); i += 2 { // "<grandchild> <child>": each child leads its group
+			unix.PidfdSendSignal(trees[i], unix.SIGTERM, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP)
+		}
+		ds = append(ds, slices.Max(x.wait(b, start)))
+		b.StopTimer()
+		unix.Close(eof)
+		cmd.Wait()
+		w.Close()
+	}
+	reportP50(b, ds)
+	b.ReportMetric(float64(median(owner))/1e6, "owner-eof-p50-ms")
+}
+
+// waitEOF waits until the read end of a pipe reports its end.
+func waitEOF(b *testing.B, fd int) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 1000)
+		switch {
+		case n > 0:
+			return
+		case err != nil && err != unix.EINTR:
+			b.Fatal(err)
+		case time.Now().After(deadline):
+			b.Fatal("the owner's files are still open")
+		}
 	}
 }
 
@@ -105,12 +180,17 @@ func benchScopesDeath(b *testing.B, n int) {
 // startBenchOwner starts the owner helper with n scopes and the lifeline as its stdin. It returns
 // its stdout unread, and the read end of the pipe whose write end only the owner holds.
 func startBenchOwner(b *testing.B, n int, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
+	return startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json"}, lifeline)
+}
+
+// startOwnerHelper is startBenchOwner for the named owner helper and its arguments.
+func startOwnerHelper(b *testing.B, helper string, args []string, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	cmd = testproc.Helper(b, "bench-owner", strconv.Itoa(n), b.TempDir()+"/l.json")
+	cmd = testproc.Helper(b, helper, args...)
 	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = lifeline, os.Stderr, []*os.File{w}
 	out, _ = cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

@@ -10,3 +10,6 @@ func BeginAppend(l *Ledger, ctx context.Context) (*Txn, error) { return l.beginA
 func Commit(tx *Txn, replaced []int, fn func(rows []Row) ([]Row, error)) (Report, error) {
 	return tx.commit(replaced, fn)
 }
+
+// EncodeRow is the row encoder Raw uses for a row not read from a file.
+func EncodeRow(r Row) ([]byte, error) { return encodeRow(r) }

@@ -132,7 +132,7 @@ func (r Row) Raw() ([]byte, error) {
 	if r.raw != nil {
 		return r.raw, nil
 	}
-	return json.Marshal(r)
+	return encodeRow(r)
 }
 
 // decodeRow decodes one array element, which [jsonscan.Array] has validated. ok is false for a

@@ -62,9 +62,9 @@ func prepareDir(path string) error {
 		if err := checkDir(filepath.Dir(missing[len(missing)-1]), false); err != nil {
 			return err
 		}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("ledger directory: %w", err)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("ledger directory: %w", err)
+		}
 	}
 	for _, d := range missing {
 		if err := os.Chmod(d, 0o700); err != nil {

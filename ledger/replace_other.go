@@ -2,7 +2,10 @@
 
 package ledger
 
-import "os"
+import (
+	"os"
+	"syscall"
+)
 
 // readersLock says whether readers take the lock, shared, before they read: on POSIX a rename
 // replaces a file that readers hold open, so they need none.
@@ -12,7 +15,16 @@ const readersLock = false
 // releaseReplaced and snapshot): POSIX lets a rename replace an open file.
 const holdFiles = true
 
-func rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+// rename is rename(2) itself. os.Rename lstats newpath first, to refuse replacing a directory;
+// the writer has just checked that the ledger is the regular file it read (checkUnchanged), and
+// rename(2) refuses a directory anyway (EISDIR), so that lstat would only add a system call to
+// every write.
+func rename(oldpath, newpath string) error {
+	if err := syscall.Rename(oldpath, newpath); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	return nil
+}
 
 // readAll reads the ledger; with hold it returns the file still open, for the writer to release
 // after its rename (see releaseReplaced).

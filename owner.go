@@ -230,7 +230,7 @@ func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate
 		return nil, err
 	}
 	c.ID = c.scope.Leader()
-	c.proc, err = authority.FromOS(cmd.Process)
+	c.proc, err = authority.FromChild(cmd.Process, c.ID)
 	if err = faultAt("handle", err); err != nil {
 		return nil, err
 	}

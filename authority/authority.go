@@ -107,6 +107,17 @@ func Acquire(rec procid.Record) (*Process, error) {
 // longer be told from a released one, an error wrapping [ErrNoAuthority].
 func FromOS(p *os.Process) (*Process, error) { return fromOS(p) }
 
+// FromChild is [FromOS] for a child whose incarnation the caller read from the unreaped child
+// already (as a scope does at spawn): on Linux with pidfd, id becomes the Process's ID, and the
+// read FromOS makes only to show it is skipped; the pidfd remains the authority. Elsewhere it is
+// FromOS, whose read there is the identity each signal is checked against. id.PID must be p.Pid.
+func FromChild(p *os.Process, id procid.ID) (*Process, error) {
+	if id.PID != p.Pid {
+		return nil, fmt.Errorf("authority: wrap pid %d: the incarnation given is pid %d's", p.Pid, id.PID)
+	}
+	return fromChild(p, id)
+}
+
 // PID returns the process's PID.
 func (p *Process) PID() int { return p.id.PID }
 

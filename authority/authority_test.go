@@ -204,6 +204,31 @@ func fromOS(t *testing.T) {
 	}
 }
 
+// TestFromChild: a child wrapped with the incarnation its spawner read keeps that ID and is
+// pinned; an incarnation of another PID is refused.
+func TestFromChild(t *testing.T) {
+	c := startHelper(t, "sleep", nil)
+	inc := c.incarnation()
+	if _, err := authority.FromChild(c.cmd.Process, procid.ID{PID: inc.PID + 1, Start: inc.Start}); err == nil {
+		t.Errorf("FromChild took pid %d's incarnation for pid %d", inc.PID+1, inc.PID)
+	}
+	p, err := authority.FromChild(c.cmd.Process, inc.ID)
+	if err != nil {
+		t.Fatalf("FromChild: %v", err)
+	}
+	defer p.Close()
+	if !sameID(p.ID(), inc.ID) || !p.Pinned() {
+		t.Errorf("ID, Pinned = %v, %v; want %v, true", p.ID(), p.Pinned(), inc.ID)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if err := p.Wait(waitCtx(t, 30*time.Second)); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	c.waitExit()
+}
+
 func TestPidfdErrorOutsideLinux(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		t.Skip("skipping: Linux has pidfd; see TestPidfdProbe")

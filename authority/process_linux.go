@@ -38,7 +38,12 @@ func acquire(rec procid.Record) (*Process, error) {
 	return newProcess(id, sysProcess{pidfd: f}), nil
 }
 
-func fromOS(osp *os.Process) (*Process, error) {
+func fromOS(osp *os.Process) (*Process, error) { return fromOSAs(osp, nil) }
+
+func fromChild(osp *os.Process, id procid.ID) (*Process, error) { return fromOSAs(osp, &id) }
+
+// fromOSAs is FromOS, with the ID known when id is not nil.
+func fromOSAs(osp *os.Process, known *procid.ID) (*Process, error) {
 	if !pidfdWorks() {
 		return fromOSChecked(osp)
 	}
@@ -61,6 +66,13 @@ func fromOS(osp *os.Process) (*Process, error) {
 	f, err := newPidfdFile(fd, osp.Pid)
 	if err != nil {
 		return nil, fmt.Errorf("authority: wrap pid %d: %w", osp.Pid, err)
+	}
+	if known != nil {
+		id := *known
+		if id.PidfdID == 0 {
+			id.PidfdID = fileID(f)
+		}
+		return newProcess(id, sysProcess{pidfd: f}), nil
 	}
 	// The ID is for display here: the pidfd, not the read, is the authority. A child that has
 	// already exited reads as gone and keeps Start 0.

@@ -19,6 +19,8 @@ func acquire(rec procid.Record) (*Process, error) { return acquireChecked(rec) }
 
 func fromOS(osp *os.Process) (*Process, error) { return fromOSChecked(osp) }
 
+func fromChild(osp *os.Process, _ procid.ID) (*Process, error) { return fromOSChecked(osp) }
+
 func (p *Process) pinned() bool { return p.sys.osp != nil }
 
 func (p *Process) signal(sig os.Signal) error {

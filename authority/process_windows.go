@@ -67,6 +67,8 @@ func openProcess(pid int) (windows.Handle, error) {
 	return h, err
 }
 
+func fromChild(osp *os.Process, _ procid.ID) (*Process, error) { return fromOS(osp) }
+
 func fromOS(osp *os.Process) (*Process, error) {
 	var h windows.Handle
 	var dupErr error

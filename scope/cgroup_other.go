@@ -30,7 +30,7 @@ func (c *cgroup) kill() error                      { return noCgroups() }
 func (c *cgroup) remove() error                    { return noCgroups() }
 func (c *cgroup) teardown() error                  { return noCgroups() }
 func (c *cgroup) close()                           {}
-func prepareCgroup(*exec.Cmd) error                { return nil }
+func prepareCgroup(*exec.Cmd, *Reservation) error  { return nil }
 func takeCgroup(*exec.Cmd) *cgroup                 { return nil }
 func preparedCgroup(*exec.Cmd) string              { return "" }
 func abandon(*exec.Cmd)                            {}

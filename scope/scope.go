@@ -110,20 +110,28 @@ type Scope struct {
 // CREATE_NEW_PROCESS_GROUP keeps the owner's console Ctrl+C from reaching the child directly (the
 // child starts with Ctrl+C ignored; CTRL_BREAK_EVENT still reaches its console group): the owner
 // decides what stops its children.
-func Prepare(cmd *exec.Cmd) error { return prepareCmd(cmd, false) }
+func Prepare(cmd *exec.Cmd) error { return prepareCmd(cmd, false, nil) }
 
 // PrepareSharedConsole is [Prepare] for an interactive child that the user drives from the
 // console, as custody run starts one. On Windows the child stays in the caller's console process
 // group, taking Ctrl+C as the caller does (a new group would start it with Ctrl+C ignored, and its
 // descendants with it), and is still put in a job of its own. Elsewhere it is Prepare: a Unix
 // terminal's ^C reaches the foreground process group, which custody run makes the child's.
-func PrepareSharedConsole(cmd *exec.Cmd) error { return prepareCmd(cmd, true) }
+func PrepareSharedConsole(cmd *exec.Cmd) error { return prepareCmd(cmd, true, nil) }
 
-func prepareCmd(cmd *exec.Cmd, sharedConsole bool) error {
+// PrepareReserved is [Prepare], or [PrepareSharedConsole] when sharedConsole is set, with the
+// child's cgroup taken from r rather than made now, when r is not nil and not taken. A
+// reservation the child cannot use (this process now gives its children process groups, see
+// [EnvContainment]) is left untaken: [Reservation.Taken] says so, and the caller cancels it.
+func PrepareReserved(cmd *exec.Cmd, r *Reservation, sharedConsole bool) error {
+	return prepareCmd(cmd, sharedConsole, r)
+}
+
+func prepareCmd(cmd *exec.Cmd, sharedConsole bool, r *Reservation) error {
 	if cmd.Process != nil {
 		return fmt.Errorf("scope: prepare %s: %w", cmd.Path, errStarted)
 	}
-	return prepare(cmd, sharedConsole)
+	return prepare(cmd, sharedConsole, r)
 }
 
 // Attach takes custody of the scope of cmd's child. Call it right after a successful cmd.Start

@@ -11,9 +11,10 @@ import (
 // pending holds the cgroups [Prepare] made, by command, until [Attach] or [Abandon] takes them.
 var pending sync.Map // *exec.Cmd → *cgroup
 
-// prepareCgroup makes a cgroup for cmd's child and has clone3 start it inside, when this process
-// can have cgroup scopes (see Containment); otherwise the child's scope is its process group.
-func prepareCgroup(cmd *exec.Cmd) error {
+// prepareCgroup has clone3 start cmd's child inside a cgroup of its own, r's when given and not
+// taken, or else one made now, when this process can have cgroup scopes (see Containment);
+// otherwise the child's scope is its process group.
+func prepareCgroup(cmd *exec.Cmd, r *Reservation) error {
 	a := cmd.SysProcAttr
 	if a.UseCgroupFD {
 		return fmt.Errorf("scope: prepare %s: SysProcAttr.UseCgroupFD is already set", cmd.Path)
@@ -24,12 +25,15 @@ func prepareCgroup(cmd *exec.Cmd) error {
 	if forcedGroups() != nil {
 		return nil
 	}
-	cg, err := self.newScope()
-	if err != nil {
-		if self.usable() {
-			return fmt.Errorf("scope: prepare %s: %w", cmd.Path, err)
+	cg := r.take()
+	if cg == nil {
+		var err error
+		if cg, err = self.newScope(); err != nil {
+			if self.usable() {
+				return fmt.Errorf("scope: prepare %s: %w", cmd.Path, err)
+			}
+			return nil // no cgroup for this process: a process group, as Containment reports
 		}
-		return nil // no cgroup for this process: a process group, as Containment reports
 	}
 	a.UseCgroupFD, a.CgroupFD = true, cg.fd
 	pending.Store(cmd, cg)

@@ -39,7 +39,7 @@ func (s *Scope) kind() Kind {
 	return KindGroup
 }
 
-func prepare(cmd *exec.Cmd, _ bool) error {
+func prepare(cmd *exec.Cmd, _ bool, r *Reservation) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -50,7 +50,7 @@ func prepare(cmd *exec.Cmd, _ bool) error {
 	if !a.Setsid {
 		a.Setpgid = true
 	}
-	return prepareCgroup(cmd)
+	return prepareCgroup(cmd, r)
 }
 
 // prepared reports whether cmd's child was made to lead a new group.

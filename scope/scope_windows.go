@@ -49,7 +49,7 @@ type sysScope struct {
 	consoleGroup bool
 }
 
-func prepare(cmd *exec.Cmd, sharedConsole bool) error {
+func prepare(cmd *exec.Cmd, sharedConsole bool, _ *Reservation) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

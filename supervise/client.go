@@ -113,16 +113,20 @@ type Client struct {
 	mu      sync.Mutex
 	groups  map[int]Group   // the covered set, replayed to every new supervisor
 	cgroups map[string]bool // covered cgroups, replayed likewise
-	sup     *proc           // the current supervisor, nil when none runs
-	idle    *time.Timer     // the pending release of an idle supervisor
-	idleGen int             // invalidates an idle timer that fired while the set changed
-	young   int             // consecutive supervisor deaths within youngAge of their start
-	retry   *time.Timer     // the pending restart after a loss
-	err     error           // the loss in progress: the covered set is not covered; nil once it is
-	closed  bool
-	nestDir string         // the directory of the supervisors' nest socket, made once
-	buf     []byte         // replay scratch
-	waiters sync.WaitGroup // one per supervisor not yet reaped
+	// reserved holds the cgroups covered ahead of their child (see ReserveCgroup), each with the
+	// supervisor told: they are not replayed, and one told to a supervisor no longer current is
+	// not covered.
+	reserved map[string]*proc
+	sup      *proc       // the current supervisor, nil when none runs
+	idle     *time.Timer // the pending release of an idle supervisor
+	idleGen  int         // invalidates an idle timer that fired while the set changed
+	young    int         // consecutive supervisor deaths within youngAge of their start
+	retry    *time.Timer // the pending restart after a loss
+	err      error       // the loss in progress: the covered set is not covered; nil once it is
+	closed   bool
+	nestDir  string         // the directory of the supervisors' nest socket, made once
+	buf      []byte         // replay scratch
+	waiters  sync.WaitGroup // one per supervisor not yet reaped
 
 	notes     []error // changes of coverage not yet given to Notify
 	notifying bool    // a goroutine is giving them
@@ -221,6 +225,13 @@ func (c *Client) RegisterCgroup(path string) error {
 	if c.cgroups == nil {
 		c.cgroups = make(map[string]bool)
 	}
+	if p, ok := c.reserved[path]; ok {
+		delete(c.reserved, path)
+		if p == c.sup { // the running supervisor has it: nothing to write
+			c.cgroups[path] = true
+			return nil
+		}
+	}
 	had := c.cgroups[path]
 	c.cgroups[path] = true
 	if err := c.sendLocked(cgroupLine(nil, "cgroup", path)); err != nil {
@@ -235,6 +246,40 @@ func (c *Client) RegisterCgroup(path string) error {
 	return nil
 }
 
+// ReserveCgroup covers an empty cgroup made ahead of the child that will be born in it (see
+// scope.Reserve), so that [Client.RegisterCgroup] at the child's start finds it covered and
+// writes nothing: the supervisor opens a cgroup on reading its line, work that would otherwise
+// run beside the child's exec. A reservation keeps no supervisor: with none running it covers
+// nothing (and returns nil), and a client that covers only reservations is idle, released after
+// IdleGrace once it has uncovered them, so that the supervisor leaves them in place. A supervisor
+// that dies takes its reservations with it: they are not replayed to the next, and
+// RegisterCgroup then covers the cgroup as if never reserved. The owner's death removes the
+// reserved cgroups, as it does every covered cgroup once empty.
+func (c *Client) ReserveCgroup(path string) error {
+	if !validCgroup(path) || len(path)+len("uncgroup \n") > MaxLine {
+		return fmt.Errorf("supervise: reserve cgroup %q: %w", path, ErrRefused)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usableLocked(); err != nil {
+		return err
+	}
+	p := c.sup
+	if p == nil || c.cgroups[path] {
+		return nil
+	}
+	if err := c.sendLocked(cgroupLine(nil, "cgroup", path)); err != nil {
+		return fmt.Errorf("supervise: reserve cgroup %s: %w", path, err)
+	}
+	if c.sup == p { // not replaced meanwhile: p read the line
+		if c.reserved == nil {
+			c.reserved = make(map[string]*proc)
+		}
+		c.reserved[path] = p
+	}
+	return nil
+}
+
 // UnregisterCgroup stops covering a cgroup; its processes are left alone. Unregistering a cgroup
 // that is not covered does nothing.
 func (c *Client) UnregisterCgroup(path string) error {
@@ -242,6 +287,15 @@ func (c *Client) UnregisterCgroup(path string) error {
 	defer c.mu.Unlock()
 	if c.closed {
 		return ErrClosed
+	}
+	if p, ok := c.reserved[path]; ok {
+		delete(c.reserved, path)
+		if p == c.sup {
+			if err := c.sendLocked(cgroupLine(nil, "uncgroup", path)); err != nil {
+				return fmt.Errorf("supervise: unregister cgroup %s: %w", path, err)
+			}
+		}
+		return nil
 	}
 	if !c.cgroups[path] {
 		return nil
@@ -531,6 +585,7 @@ func (c *Client) armIdleLocked() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if gen == c.idleGen && c.emptyLocked() {
+			c.unreserveLocked()
 			c.releaseLocked()
 		}
 	})
@@ -542,6 +597,17 @@ func (c *Client) stopIdleLocked() {
 		c.idle.Stop()
 		c.idle = nil
 	}
+}
+
+// unreserveLocked uncovers the reservations, before an idle supervisor is released: its EOF would
+// otherwise remove their cgroups, which their owner still counts on.
+func (c *Client) unreserveLocked() {
+	for path, p := range c.reserved {
+		if p == c.sup && p != nil {
+			p.w.Write(cgroupLine(nil, "uncgroup", path)) // a failure is a supervisor gone: it removes nothing
+		}
+	}
+	c.reserved = nil
 }
 
 // releaseLocked closes the current supervisor's pipe: it reads EOF, stops what it still covers,

@@ -99,6 +99,7 @@ func benchStart(b *testing.B) {
 		if err := c.Release(ctx); err != nil {
 			b.Fatal(err)
 		}
+		custody.AwaitSpare(o)
 	}
 	p, w := median(plain), median(owned)
 	b.ReportMetric(float64(p)/1e6, "plain-p50-ms")

@@ -106,6 +106,9 @@ func (o *Owner) coverOuter(s *scope.Scope) error {
 	return nil
 }
 
+// coverReserved covers a spare cgroup ahead of its child (see spare.go).
+func (o *Owner) coverReserved(path string) error { return o.Supervisor.ReserveCgroup(path) }
+
 func (o *Owner) uncoverPrepared(path string) {
 	if path != "" {
 		o.Supervisor.UnregisterCgroup(path)

@@ -16,6 +16,8 @@ func (o *Owner) coverPrepared(string) error { return nil }
 
 func (o *Owner) uncoverPrepared(string) {}
 
+func (o *Owner) coverReserved(string) error { return nil }
+
 func (o *Owner) cover(*scope.Scope) error { return nil }
 
 func (o *Owner) uncover(*scope.Scope) error { return nil }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 )
 
 // FailStartAt makes every start of the test fail at the named step after its child started
@@ -44,4 +45,28 @@ func FailCloseStops(t testing.TB) {
 		return StopResult{PID: c.ID.PID, Outcome: TimedOut, Reason: "made to fail by the test"}
 	}
 	t.Cleanup(func() { closeStop = (*Child).Stop })
+}
+
+// AwaitSpare waits until o is not making its spare cgroup, so that a benchmark times what follows
+// on a machine the spare's making does not share.
+func AwaitSpare(o *Owner) {
+	for {
+		o.mu.Lock()
+		r := o.refilling
+		o.mu.Unlock()
+		if !r {
+			return
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// Spare returns the cgroup (below the mount) of o's spare, or "" when it has none.
+func Spare(o *Owner) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.spare == nil {
+		return ""
+	}
+	return o.spare.Cgroup()
 }

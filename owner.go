@@ -44,11 +44,13 @@ type Owner struct {
 	outer   []*supervise.Outer // every outer owner's supervisor, nearest first, for a nested owner on the process-group path
 	ownSup  bool               // init made the Supervisor: it is the owner's to close
 
-	mu       sync.Mutex
-	inited   bool                // a Start or an Adopt was admitted
-	closed   bool                // Close was called: no Start or Adopt is admitted
-	children map[*Child]struct{} // started or adopted; removed when released or handed over
-	ops      sync.WaitGroup      // Starts and Adopts under way
+	mu        sync.Mutex
+	inited    bool                // a Start or an Adopt was admitted
+	closed    bool                // Close was called: no Start or Adopt is admitted
+	children  map[*Child]struct{} // started or adopted; removed when released or handed over
+	ops       sync.WaitGroup      // Starts, Adopts and the spare's making under way
+	spare     *scope.Reservation  // the next cgroup child's cgroup, made ahead (see spare.go)
+	refilling bool                // the spare is being made
 
 	closeOnce sync.Once
 	closeErr  error
@@ -157,14 +159,13 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 	}
 	w := &pendingRow{tx: tx, done: make(chan struct{})}
 	go w.prepare()
-	prepare := scope.Prepare
-	if opts.SharedConsole {
-		prepare = scope.PrepareSharedConsole
-	}
-	if err := prepare(cmd); err != nil {
+	spare := o.takeSpare()
+	if err := scope.PrepareReserved(cmd, spare, opts.SharedConsole); err != nil {
 		w.abort()
+		o.dropSpare(spare)
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
+	o.dropSpare(spare) // when not taken: made before this process was told to give process groups
 	// A cgroup is covered before the child exists: from its first instruction, the owner's death
 	// reaches it and everything it starts.
 	cg := scope.PreparedCgroup(cmd)
@@ -197,6 +198,9 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 	c, err = o.adopt(ctx, cmd, w, g, cg != "", purpose, opts)
 	if err != nil {
 		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
+	}
+	if cg != "" {
+		o.refill()
 	}
 	return c, nil
 }

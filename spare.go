@@ -1,0 +1,70 @@
+package custody
+
+import "github.com/custody-dev/custody/scope"
+
+// An owner keeps one spare: the next cgroup child's cgroup, made after a start and covered with
+// the supervisor as a reservation (see [scope.Reservation] and supervise.Client.ReserveCgroup),
+// so that the next start neither makes a cgroup nor has the supervisor open one beside its
+// child's exec. Only an owner whose last start got a cgroup keeps one. A spare the next start
+// cannot use (its process now gives children process groups) is removed then; Close removes the
+// last. An owner that dies with a spare leaves an empty cgroup, which its supervisor removes if
+// the spare was covered, and reap otherwise.
+
+// takeSpare returns the spare, or nil.
+func (o *Owner) takeSpare() *scope.Reservation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.spare
+	o.spare = nil
+	return r
+}
+
+// refill makes the next spare in the background, unless the owner has one, is making one, or is
+// closed. Close waits for it.
+func (o *Owner) refill() {
+	o.mu.Lock()
+	if o.closed || o.spare != nil || o.refilling {
+		o.mu.Unlock()
+		return
+	}
+	o.refilling = true
+	o.ops.Add(1)
+	o.mu.Unlock()
+	go func() {
+		defer o.ops.Done()
+		r := o.reserve()
+		o.mu.Lock()
+		o.refilling = false
+		keep := r != nil && !o.closed && o.spare == nil
+		if keep {
+			o.spare = r
+		}
+		o.mu.Unlock()
+		if !keep {
+			o.dropSpare(r)
+		}
+	}()
+}
+
+// reserve makes and covers a spare; nil when none can be had now: the next start then makes its
+// cgroup itself, and reports why it cannot.
+func (o *Owner) reserve() *scope.Reservation {
+	r, err := scope.Reserve()
+	if err != nil || r == nil {
+		return nil
+	}
+	if err := o.coverReserved(r.Cgroup()); err != nil {
+		o.dropSpare(r)
+		return nil
+	}
+	return r
+}
+
+// dropSpare uncovers and removes a spare no child was prepared in.
+func (o *Owner) dropSpare(r *scope.Reservation) {
+	if r == nil || r.Taken() {
+		return
+	}
+	o.uncoverPrepared(r.Cgroup())
+	r.Cancel()
+}

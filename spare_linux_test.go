@@ -1,0 +1,215 @@
+package custody_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
+	"github.com/custody-dev/custody/stop"
+	"github.com/custody-dev/custody/supervise"
+)
+
+func init() { testproc.Register("spare-owner", helperSpareOwner) }
+
+// spareDir returns the directory of o's spare cgroup, failing the test when o has none.
+func spareDir(t *testing.T, o *custody.Owner) string {
+	t.Helper()
+	custody.AwaitSpare(o)
+	rel := custody.Spare(o)
+	if rel == "" {
+		t.Fatal("the owner holds no spare cgroup after a start on the cgroup path")
+	}
+	return cgroupDir(t, rel)
+}
+
+// cgroupDir returns the directory of the scope cgroup rel, one this process's owners made.
+func cgroupDir(t *testing.T, rel string) string {
+	t.Helper()
+	_, where, err := scope.Containment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(where, filepath.Base(filepath.Dir(rel)), filepath.Base(rel))
+}
+
+// rowCgroup returns the cgroup of pid's row.
+func rowCgroup(t *testing.T, l *ledger.Ledger, pid int) string {
+	t.Helper()
+	rows, err := l.Rows(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.PID == pid {
+			return r.Cgroup
+		}
+	}
+	t.Fatalf("no row for pid %d", pid)
+	return ""
+}
+
+// requireEmptyCgroup fails unless dir is a cgroup with no process in it or below it.
+func requireEmptyCgroup(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		t.Fatalf("spare cgroup: %v", err)
+	}
+	if !slices.Contains(strings.Split(string(b), "\n"), "populated 0") {
+		t.Fatalf("spare cgroup %s is not empty: %q", dir, b)
+	}
+}
+
+func requireGone(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cgroup %s still exists (%v)", dir, err)
+	}
+}
+
+// TestSpare: after a start on the cgroup path the owner holds its next child's cgroup, made
+// ahead and empty; the next child is born in it; a start told to give process groups removes it
+// and makes none; Close removes the last one.
+func TestSpare(t *testing.T) {
+	requireCgroups(t)
+	o := newOwner(t)
+	c1, _ := start(t, o, custody.StartOptions{})
+	spare := spareDir(t, o)
+	requireEmptyCgroup(t, spare)
+	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c1.ID.PID)); got == spare {
+		t.Fatalf("the spare %s is the first child's own cgroup", spare)
+	}
+	c2, _ := start(t, o, custody.StartOptions{})
+	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c2.ID.PID)); got != spare {
+		t.Errorf("second child born in %s, want the spare %s", got, spare)
+	}
+	next := spareDir(t, o)
+	requireEmptyCgroup(t, next)
+
+	t.Setenv(scope.EnvContainment, scope.KindGroup.Containment())
+	c3, _ := start(t, o, custody.StartOptions{})
+	if got := rowCgroup(t, o.Ledger, c3.ID.PID); got != "" {
+		t.Errorf("a child started with process groups asked for was born in cgroup %s", got)
+	}
+	requireGone(t, next)
+	custody.AwaitSpare(o)
+	if s := custody.Spare(o); s != "" {
+		t.Errorf("a process-group start left a spare %s", s)
+	}
+	os.Setenv(scope.EnvContainment, "")
+
+	start(t, o, custody.StartOptions{})
+	last := spareDir(t, o)
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, last)
+	requireGone(t, spare)
+}
+
+// TestSpareOutlivesIdleSupervisor: an owner whose children are all gone keeps its spare, but
+// not its supervisor, which covered only the spare and is released as idle without removing it;
+// the next start is born in the spare and covered by a new supervisor.
+func TestSpareOutlivesIdleSupervisor(t *testing.T) {
+	requireCgroups(t)
+	sup := &supervise.Client{Grace: time.Second, IdleGrace: 20 * time.Millisecond}
+	t.Cleanup(func() { sup.Close() })
+	o := &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
+	t.Cleanup(func() { o.Close() })
+	c, _ := start(t, o, custody.StartOptions{})
+	spare := spareDir(t, o)
+	if res := c.Stop(context.Background(), stop.Options{Grace: time.Second}); res.Outcome != stop.Exited {
+		t.Fatalf("stop: %+v", res)
+	}
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if pid := sup.PID(); pid != 0 {
+			return fmt.Errorf("supervisor %d still runs, covering only the spare", pid)
+		}
+		return nil
+	})
+	requireEmptyCgroup(t, spare)
+	c2, _ := start(t, o, custody.StartOptions{})
+	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c2.ID.PID)); got != spare {
+		t.Errorf("child born in %s, want the spare %s", got, spare)
+	}
+	if sup.PID() == 0 || sup.Covered() != 1 {
+		t.Errorf("after the start: supervisor %d covering %d, want one covering the child", sup.PID(), sup.Covered())
+	}
+}
+
+// helperSpareOwner starts one child (reading the test's lifeline on fd 3), waits for its spare
+// and prints "child <pid>", "spare <cgroup>" and "ready", then waits to be killed.
+func helperSpareOwner(args []string) int {
+	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
+	cmd := exec.Command("cat")
+	cmd.Stdin = os.NewFile(3, "lifeline")
+	c, err := o.Start(context.Background(), cmd, custody.StartOptions{})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	custody.AwaitSpare(o)
+	fmt.Println("child", c.ID.PID)
+	fmt.Println("spare", custody.Spare(o))
+	fmt.Println("ready")
+	select {}
+}
+
+// TestSpareRemovedAtOwnerDeath: an owner SIGKILLed while it holds a spare leaves neither its
+// child nor any cgroup: its supervisor removes the spare with the child's cgroup.
+func TestSpareRemovedAtOwnerDeath(t *testing.T) {
+	requireCgroups(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	cmd := testproc.Helper(t, "spare-owner", ledgerPath(t))
+	cmd.ExtraFiles = []*os.File{r}
+	owner := testproc.Start(t, cmd)
+	r.Close()
+	var child procid.ID
+	var spare string
+	for done := false; !done; {
+		f := owner.Expect("", 20*time.Second)
+		switch f[0] {
+		case "child":
+			child = incarnation(t, atoi(f[1]))
+		case "spare":
+			if len(f) < 2 {
+				t.Fatal("the owner holds no spare")
+			}
+			spare = cgroupDir(t, f[1])
+		case "ready":
+			done = true
+		default:
+			t.Fatal(f)
+		}
+	}
+	requireEmptyCgroup(t, spare)
+	ownerDir := filepath.Dir(spare)
+	owner.Process.Signal(syscall.SIGKILL)
+	owner.Wait()
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if err := child.Verify(); err == nil {
+			return fmt.Errorf("child %v still runs", child)
+		}
+		if _, err := os.Stat(ownerDir); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("the dead owner's cgroup %s is still there (%v)", ownerDir, err)
+		}
+		return nil
+	})
+}

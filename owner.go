@@ -44,13 +44,14 @@ type Owner struct {
 	outer   []*supervise.Outer // every outer owner's supervisor, nearest first, for a nested owner on the process-group path
 	ownSup  bool               // init made the Supervisor: it is the owner's to close
 
-	mu        sync.Mutex
-	inited    bool                // a Start or an Adopt was admitted
-	closed    bool                // Close was called: no Start or Adopt is admitted
-	children  map[*Child]struct{} // started or adopted; removed when released or handed over
-	ops       sync.WaitGroup      // Starts, Adopts and the spare's making under way
-	spare     *scope.Reservation  // the next cgroup child's cgroup, made ahead (see spare.go)
-	refilling bool                // the spare is being made
+	mu           sync.Mutex
+	inited       bool                // a Start or an Adopt was admitted
+	closed       bool                // Close was called: no Start or Adopt is admitted
+	children     map[*Child]struct{} // started or adopted; removed when released or handed over
+	ops          sync.WaitGroup      // Starts, Adopts and the spare's making under way
+	spare        *scope.Reservation  // the next cgroup child's cgroup, made ahead (see spare.go)
+	refilling    bool                // the spare is being made
+	cgroupStarts int                 // starts whose child got a cgroup
 
 	closeOnce sync.Once
 	closeErr  error

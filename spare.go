@@ -5,7 +5,9 @@ import "github.com/custody-dev/custody/scope"
 // An owner keeps one spare: the next cgroup child's cgroup, made after a start and covered with
 // the supervisor as a reservation (see [scope.Reservation] and supervise.Client.ReserveCgroup),
 // so that the next start neither makes a cgroup nor has the supervisor open one beside its
-// child's exec. Only an owner whose last start got a cgroup keeps one. A spare the next start
+// child's exec. An owner keeps one from its second start on, while its starts get cgroups: a
+// one-shot owner (custody run) would make a cgroup only to remove it at its exit, beside its
+// child's startup. A spare the next start
 // cannot use (its process now gives children process groups) is removed then; Close removes the
 // last. An owner that dies with a spare leaves an empty cgroup, which its supervisor removes if
 // the spare was covered, and reap otherwise.
@@ -23,7 +25,8 @@ func (o *Owner) takeSpare() *scope.Reservation {
 // closed. Close waits for it.
 func (o *Owner) refill() {
 	o.mu.Lock()
-	if o.closed || o.spare != nil || o.refilling {
+	o.cgroupStarts++
+	if o.closed || o.spare != nil || o.refilling || o.cgroupStarts < 2 {
 		o.mu.Unlock()
 		return
 	}

@@ -80,12 +80,17 @@ func requireGone(t *testing.T, dir string) {
 	}
 }
 
-// TestSpare: after a start on the cgroup path the owner holds its next child's cgroup, made
-// ahead and empty; the next child is born in it; a start told to give process groups removes it
-// and makes none; Close removes the last one.
+// TestSpare: an owner makes no spare at its first start; from its second start on the cgroup
+// path it holds its next child's cgroup, made ahead and empty; the next child is born in it; a
+// start told to give process groups removes it and makes none; Close removes the last one.
 func TestSpare(t *testing.T) {
 	requireCgroups(t)
 	o := newOwner(t)
+	start(t, o, custody.StartOptions{})
+	custody.AwaitSpare(o)
+	if s := custody.Spare(o); s != "" {
+		t.Errorf("a first start made a spare %s", s)
+	}
 	c1, _ := start(t, o, custody.StartOptions{})
 	spare := spareDir(t, o)
 	requireEmptyCgroup(t, spare)
@@ -129,10 +134,15 @@ func TestSpareOutlivesIdleSupervisor(t *testing.T) {
 	t.Cleanup(func() { sup.Close() })
 	o := &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
 	t.Cleanup(func() { o.Close() })
-	c, _ := start(t, o, custody.StartOptions{})
-	spare := spareDir(t, o)
-	if res := c.Stop(context.Background(), stop.Options{Grace: time.Second}); res.Outcome != stop.Exited {
-		t.Fatalf("stop: %+v", res)
+	var spare string
+	for i := range 2 {
+		c, _ := start(t, o, custody.StartOptions{})
+		if i == 1 {
+			spare = spareDir(t, o)
+		}
+		if res := c.Stop(context.Background(), stop.Options{Grace: time.Second}); res.Outcome != stop.Exited {
+			t.Fatalf("stop: %+v", res)
+		}
 	}
 	testproc.WaitFor(t, 10*time.Second, func() error {
 		if pid := sup.PID(); pid != 0 {
@@ -150,26 +160,28 @@ func TestSpareOutlivesIdleSupervisor(t *testing.T) {
 	}
 }
 
-// helperSpareOwner starts one child (reading the test's lifeline on fd 3), waits for its spare
-// and prints "child <pid>", "spare <cgroup>" and "ready", then waits to be killed.
+// helperSpareOwner starts two children (reading the test's lifeline on fd 3), waits for its
+// spare and prints "child <pid>" for each, "spare <cgroup>" and "ready", then waits to be killed.
 func helperSpareOwner(args []string) int {
 	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
-	cmd := exec.Command("cat")
-	cmd.Stdin = os.NewFile(3, "lifeline")
-	c, err := o.Start(context.Background(), cmd, custody.StartOptions{})
-	if err != nil {
-		fmt.Println("error", err)
-		return 1
+	for range 2 {
+		cmd := exec.Command("cat")
+		cmd.Stdin = os.NewFile(3, "lifeline")
+		c, err := o.Start(context.Background(), cmd, custody.StartOptions{})
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println("child", c.ID.PID)
 	}
 	custody.AwaitSpare(o)
-	fmt.Println("child", c.ID.PID)
 	fmt.Println("spare", custody.Spare(o))
 	fmt.Println("ready")
 	select {}
 }
 
 // TestSpareRemovedAtOwnerDeath: an owner SIGKILLed while it holds a spare leaves neither its
-// child nor any cgroup: its supervisor removes the spare with the child's cgroup.
+// children nor any cgroup: its supervisor removes the spare with the child's cgroup.
 func TestSpareRemovedAtOwnerDeath(t *testing.T) {
 	requireCgroups(t)
 	r, w, err := os.Pipe()
@@ -181,13 +193,13 @@ func TestSpareRemovedAtOwnerDeath(t *testing.T) {
 	cmd.ExtraFiles = []*os.File{r}
 	owner := testproc.Start(t, cmd)
 	r.Close()
-	var child procid.ID
+	var children []procid.ID
 	var spare string
 	for done := false; !done; {
 		f := owner.Expect("", 20*time.Second)
 		switch f[0] {
 		case "child":
-			child = incarnation(t, atoi(f[1]))
+			children = append(children, incarnation(t, atoi(f[1])))
 		case "spare":
 			if len(f) < 2 {
 				t.Fatal("the owner holds no spare")
@@ -204,8 +216,10 @@ func TestSpareRemovedAtOwnerDeath(t *testing.T) {
 	owner.Process.Signal(syscall.SIGKILL)
 	owner.Wait()
 	testproc.WaitFor(t, 10*time.Second, func() error {
-		if err := child.Verify(); err == nil {
-			return fmt.Errorf("child %v still runs", child)
+		for _, c := range children {
+			if err := c.Verify(); err == nil {
+				return fmt.Errorf("child %v still runs", c)
+			}
 		}
 		if _, err := os.Stat(ownerDir); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("the dead owner's cgroup %s is still there (%v)", ownerDir, err)

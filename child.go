@@ -168,11 +168,14 @@ func (c *Child) releaseLocked(ctx context.Context) error {
 		return fmt.Errorf("custody: release pid %d: %v: %w", c.ID.PID, c.scope, errOccupied)
 	}
 	c.released = true
-	c.owner.untrack(c)
 	err := errors.Join(c.owner.uncover(c.scope), c.dropRow(ctx), c.proc.Close(), c.scope.Close())
 	if err != nil {
 		c.releaseErr = fmt.Errorf("custody: release pid %d: %w", c.ID.PID, err)
 	}
+	// Untracked only now: a Close meanwhile finds the child still held, and its Stop and Release
+	// wait on releaseMu for this release to end, so that Close returns with no write of the
+	// owner's still under way (the row's drop, the cgroup's removal).
+	c.owner.untrack(c)
 	return c.releaseErr
 }
 

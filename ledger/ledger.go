@@ -46,6 +46,8 @@ type Ledger struct {
 	starts    bool     // the handle prepared an owner's start (Txn.PrepareAppend): it keeps a spare
 	making    bool     // a spare is being made
 	noSpare   bool     // the directory cannot have one
+
+	tail chan struct{} // closed when the last append's background has ended (see background)
 }
 
 // Open returns a handle on the ledger at path (see [Resolve]). It touches nothing on disk.
@@ -54,6 +56,7 @@ func Open(path string) *Ledger { return &Ledger{path: path} }
 // Close lets go of what the handle keeps from its last write. The handle stays usable: its next
 // write reads the file again.
 func (l *Ledger) Close() error {
+	l.awaitTail()
 	if s := l.takeSnapshot(); s != nil {
 		s.release()
 	}
@@ -87,7 +90,7 @@ func (l *Ledger) Update(ctx context.Context, replaced []int, fn func(rows []Row)
 	if err != nil {
 		return Report{}, err
 	}
-	defer l.afterWrite(false) // unlocked by then
+	defer l.afterWrite() // unlocked by then
 	return tx.commit(replaced, fn)
 }
 

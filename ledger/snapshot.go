@@ -61,11 +61,11 @@ func (l *Ledger) keepSnapshot(s *snapshot) {
 // wrote the old bytes, as documented on Row, and the snapshot keeps the assignment: a misuse
 // whose effect lasts until the next write by another handle.)
 func snapshotRows(rows []Row) ([]Row, error) {
-	for i, r := range rows {
-		if r.identityOnly {
+	for i := range rows { // by index: a Row is a few hundred bytes, and copying each adds up
+		if rows[i].identityOnly {
 			continue
 		}
-		raw, err := r.Raw()
+		raw, err := rows[i].Raw()
 		if err != nil {
 			return nil, err
 		}

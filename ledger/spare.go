@@ -75,18 +75,43 @@ func (l *Ledger) refillSpare() {
 	l.spare, l.spareSize = s, size
 }
 
-// afterWrite makes the spare of an owner's handle once a write has unlocked: in the background
-// after a start's append (the start waits for the append), at once after any other write.
-func (l *Ledger) afterWrite(start bool) {
+// afterWrite makes the spare of an owner's handle once a write other than a start's append has
+// unlocked (a start's append leaves it to its background).
+func (l *Ledger) afterWrite() {
 	l.mu.Lock()
 	owner := l.starts
 	l.mu.Unlock()
-	switch {
-	case !owner:
-	case start:
-		go l.refillSpare()
-	default:
+	if owner {
 		l.refillSpare()
+	}
+}
+
+// background finishes a start's append off the start's path, in one goroutine: it unlocks, closes
+// the replaced file (see releaseReplaced) and makes the next spare. One goroutine rather than one
+// for each: on a machine with few CPUs, each goroutine started where a CPU idles wakes a thread,
+// which costs the starter microseconds.
+func (l *Ledger) background(unlock func(), replaced *os.File) {
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.tail = done
+	l.mu.Unlock()
+	go func() {
+		defer close(done)
+		unlock()
+		if replaced != nil {
+			replaced.Close()
+		}
+		l.refillSpare()
+	}()
+}
+
+// awaitTail waits for the last append's background to end.
+func (l *Ledger) awaitTail() {
+	l.mu.Lock()
+	done := l.tail
+	l.mu.Unlock()
+	if done != nil {
+		<-done
 	}
 }
 

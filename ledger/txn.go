@@ -30,6 +30,8 @@ type Txn struct {
 	// prewritten reports that the temporary file already holds the opening of the array and the
 	// kept rows (see beginAppend).
 	prewritten bool
+	// deferRelease leaves the replaced file to the caller of finish (Append's background).
+	deferRelease bool
 }
 
 // rowRoom is the room a write reserves for a row beyond the ledger's current size: rows run to
@@ -51,6 +53,7 @@ func (l *Ledger) begin(ctx context.Context, probe bool) (*Txn, error) {
 
 // lockTxn takes the lock and returns a transaction holding it, not yet prepared.
 func (l *Ledger) lockTxn(ctx context.Context) (*Txn, error) {
+	l.awaitTail()
 	if err := prepareDir(l.path); err != nil {
 		return nil, err
 	}
@@ -210,6 +213,8 @@ func (tx *Txn) PrepareAppend() error {
 		tx.Abort()
 		return fmt.Errorf("write ledger: %w", err)
 	}
+	// Room for the appended row now, so that Append does not copy every row to grow the slice.
+	tx.rows = slices.Grow(tx.rows, 1)
 	tx.prewritten = true
 	return nil
 }
@@ -218,28 +223,43 @@ func (tx *Txn) PrepareAppend() error {
 // kept rows are already in the file: only the row and the array's end are written, unless a kept
 // row has the PID (a stale row of a recycled PID), when the file is written anew.
 func (tx *Txn) Append(row Row) (Report, error) {
-	// The spare for an owner's handle's next write (see newTemp) is made after the unlock
-	// (deferred below); after a start's append, which the start waits for, off its path.
-	defer tx.l.afterWrite(tx.prewritten)
 	if row.PID <= 0 {
 		tx.Abort()
+		tx.l.afterWrite()
 		return tx.rep, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)
 	}
 	add := func(rows []Row) ([]Row, error) { return replaceRow(rows, row, &tx.rep) }
-	if !tx.prewritten || slices.ContainsFunc(tx.rows, func(r Row) bool { return r.PID == row.PID }) {
+	if !tx.prewritten || tx.hasPID(row.PID) {
+		// The spare for an owner's handle's next write (see newTemp) is made after the unlock.
+		defer tx.l.afterWrite()
 		return tx.commit(nil, add)
 	}
-	defer tx.Abort()
 	raw, err := row.Raw()
 	if err != nil {
+		tx.Abort()
+		tx.l.afterWrite()
 		return tx.rep, err
 	}
 	row.raw = raw // for the snapshot, which would encode it again
 	tmp := tx.tmp
 	tx.tmp = nil
+	tx.deferRelease = true
 	err = tx.finish(tmp, append(tx.rows, row), func(w io.Writer) error {
 		return encodeClose(w, len(tx.rows), raw)
 	})
+	if err == nil {
+		// A start waits for this append: what is left (the unlock, the replaced file's close,
+		// the next spare) is done in the background, in one goroutine. The handle's next
+		// transaction waits for it before it locks (see lockTxn), rather than finding the lock
+		// held by its own past.
+		tx.l.background(tx.unlock, tx.old)
+		tx.unlock, tx.old = nil, nil
+		tx.Abort()
+		return tx.rep, nil
+	}
+	tx.deferRelease = false
+	defer tx.l.afterWrite()
+	defer tx.Abort()
 	if !errors.Is(err, errStale) {
 		return tx.rep, err
 	}
@@ -249,6 +269,17 @@ func (tx *Txn) Append(row Row) (Report, error) {
 	return tx.commit(nil, add)
 }
 
+// hasPID reports whether a kept row has pid. It looks at each row in place: a Row is a few
+// hundred bytes, and a start's append, which waits for this, would copy each one.
+func (tx *Txn) hasPID(pid int) bool {
+	for i := range tx.rows {
+		if tx.rows[i].PID == pid {
+			return true
+		}
+	}
+	return false
+}
+
 // finish writes and renames the temporary file over the ledger, then lets the replaced file go
 // and keeps the new one, with rows, as the handle's snapshot where files may be held.
 func (tx *Txn) finish(tmp *os.File, rows []Row, write func(io.Writer) error) error {
@@ -256,8 +287,10 @@ func (tx *Txn) finish(tmp *os.File, rows []Row, write func(io.Writer) error) err
 	if err != nil {
 		return err
 	}
-	releaseReplaced(tx.old)
-	tx.old = nil
+	if !tx.deferRelease {
+		releaseReplaced(tx.old)
+		tx.old = nil
+	}
 	if !holdFiles {
 		return nil
 	}

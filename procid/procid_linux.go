@@ -44,7 +44,10 @@ func readChild(pid int) (Incarnation, error) {
 var statBufs = sync.Pool{New: func() any { return new([1024]byte) }}
 
 // readSmall reads a whole small proc file into buf with three system calls and no os.File: the
-// hot path of a verified read of a large ledger is one of these per row.
+// hot path of a verified read of a large ledger is one of these per row, and an owned start's
+// read of its child is one. It reads only files the kernel renders whole at the first read
+// (/proc/PID/stat and status are single_open seq files), so a read that leaves room in buf has
+// returned everything, and the read that would return 0 is not made.
 func readSmall(path string, buf []byte) (int, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -60,10 +63,10 @@ func readSmall(path string, buf []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if m == 0 {
+		n += m
+		if m == 0 || n < len(buf) {
 			break
 		}
-		n += m
 	}
 	return n, nil
 }

@@ -70,18 +70,34 @@ func probePidfd() error {
 // keeps a concurrent Close from turning a signal through the fd number into a signal through a
 // recycled fd number.
 func openPidfd(pid int) (*os.File, error) {
-	fd, err := unix.PidfdOpen(pid, 0)
+	fd, err := pidfdOpen(pid)
 	if err != nil {
 		return nil, procid.SyscallError("pidfd_open", err)
 	}
 	return newPidfdFile(fd, pid)
 }
 
-func newPidfdFile(fd, pid int) (*os.File, error) {
+// pidfdOpen opens a non-blocking pidfd, as the runtime's poller needs it: at once with
+// PIDFD_NONBLOCK (Linux 5.10), or else made non-blocking afterwards. Each pidfd a stop or a
+// start takes would otherwise cost two fcntl calls.
+func pidfdOpen(pid int) (int, error) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != unix.EINVAL {
+		return fd, err
+	}
+	if fd, err = unix.PidfdOpen(pid, 0); err != nil {
+		return -1, err
+	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		return nil, os.NewSyscallError("fcntl", err)
+		return -1, err
 	}
+	return fd, nil
+}
+
+// newPidfdFile wraps a pidfd opened by pidfdOpen; os.NewFile sees it non-blocking and registers
+// it with the runtime's poller.
+func newPidfdFile(fd, pid int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "pidfd:"+strconv.Itoa(pid)), nil
 }
 

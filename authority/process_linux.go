@@ -51,7 +51,7 @@ func fromOSAs(osp *os.Process, known *procid.ID) (*Process, error) {
 	// non-blocking for the poller would make Go's own waitid(P_PIDFD) fail with EAGAIN. Opening
 	// by PID is safe inside WithHandle: the child is unreaped, so its PID cannot be recycled.
 	fd, dupErr := -1, error(nil)
-	err := osp.WithHandle(func(uintptr) { fd, dupErr = unix.PidfdOpen(osp.Pid, 0) })
+	err := osp.WithHandle(func(uintptr) { fd, dupErr = pidfdOpen(osp.Pid) })
 	switch {
 	case errors.Is(err, os.ErrNoHandle):
 		// Started before pidfd worked, or by a runtime that could not take one at spawn.

@@ -21,8 +21,8 @@ import (
 // BenchmarkStart compares an owned start of /bin/true — its ledger row written into a ledger of
 // 100 live rows, its group covered by a warm supervisor — with a plain exec.Cmd.Start of the same
 // program with Setpgid. The two alternate within one loop, so that both see the same machine
-// (on a shared virtual machine a start's cost drifts by a third within a minute), and each is
-// timed alone from before Start to its return; reaping each process, and for the owned one its
+// (on a shared virtual machine a start's cost drifts by a third within a minute), each going first
+// every other time, and each is timed alone from before Start to its return; reaping each process, and for the owned one its
 // release (the row dropped, the group uncovered, which keeps the ledger at 100 rows), are not
 // timed. It reports the medians and owned/plain, their ratio.
 //
@@ -34,7 +34,9 @@ import (
 // file in the ledger's directory (every ledger write makes its temporary file; the files are kept
 // until the end, so that the floor deletes nothing that later creations would have to skip), and,
 // on the cgroup path, cgroupfd-p50-ms, a plain start with Setpgid and UseCgroupFD into a cgroup
-// made before the loop: what the kernel charges for a birth in a cgroup.
+// of its own made just before (untimed) and removed after its exit: what the kernel charges for a
+// birth into a new cgroup, with the removal of the one before it in flight, as it is for an owned
+// start. owned/cgroupfd is the owned start's median over that floor's.
 func BenchmarkStart(b *testing.B) {
 	for _, c := range containments() {
 		b.Run("containment="+c, func(b *testing.B) {
@@ -64,10 +66,10 @@ func benchStart(b *testing.B) {
 	if err := sup.Start(); err != nil {
 		b.Fatal(err)
 	}
-	cgfd := floorCgroup(b)
+	cgdir := floorCgroup(b)
 	ctx := context.Background()
 	var plain, owned, create, cgroupfd []time.Duration
-	for b.Loop() {
+	startPlain := func() {
 		cmd := exec.Command("/bin/true")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		t := time.Now()
@@ -76,20 +78,9 @@ func benchStart(b *testing.B) {
 		}
 		plain = append(plain, time.Since(t))
 		cmd.Wait()
-
-		t = time.Now()
-		f, err := os.CreateTemp(dir, "floor-*")
-		if err != nil {
-			b.Fatal(err)
-		}
-		create = append(create, time.Since(t))
-		f.Close()
-
-		if cgfd >= 0 {
-			cgroupfd = append(cgroupfd, floorStartInCgroup(b, cgfd))
-		}
-
-		t = time.Now()
+	}
+	startOwned := func() {
+		t := time.Now()
 		c, err := o.Start(ctx, exec.Command("/bin/true"), custody.StartOptions{Purpose: "serve"})
 		if err != nil {
 			b.Fatal(err)
@@ -101,14 +92,37 @@ func benchStart(b *testing.B) {
 		}
 		custody.AwaitSpare(o)
 	}
+	for i := 0; b.Loop(); i++ {
+		// Each goes first every other time: what the one before leaves the kernel to do (a
+		// process's exit, a cgroup's removal) is then charged to both alike.
+		if i%2 == 0 {
+			startPlain()
+			startOwned()
+		} else {
+			startOwned()
+			startPlain()
+		}
+		if cgdir != "" {
+			cgroupfd = append(cgroupfd, floorStartInCgroup(b, cgdir))
+		}
+		t := time.Now()
+		f, err := os.CreateTemp(dir, "floor-*")
+		if err != nil {
+			b.Fatal(err)
+		}
+		create = append(create, time.Since(t))
+		f.Close()
+	}
 	p, w := median(plain), median(owned)
 	b.ReportMetric(float64(p)/1e6, "plain-p50-ms")
 	b.ReportMetric(float64(w)/1e6, "owned-p50-ms")
 	b.ReportMetric(float64(w)/float64(p), "owned/plain")
 	b.ReportMetric(float64(mean(owned))/float64(mean(plain)), "mean-owned/plain")
 	b.ReportMetric(float64(median(create))/1e6, "create-p50-ms")
-	if cgfd >= 0 {
-		b.ReportMetric(float64(median(cgroupfd))/1e6, "cgroupfd-p50-ms")
+	if cgdir != "" {
+		c := median(cgroupfd)
+		b.ReportMetric(float64(c)/1e6, "cgroupfd-p50-ms")
+		b.ReportMetric(float64(w)/float64(c), "owned/cgroupfd")
 	}
 }
 

@@ -150,10 +150,10 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 	}
 	// The ledger lock is taken before the child starts, so that a stalled holder fails the start
 	// while the child has not run. The rest of the write (read, prune, the temporary file made and
-	// the kept rows written into it) is prepared from then on, while the scope is made and the
-	// child execs, so that recording the row once the child runs costs one short write and the
-	// rename. Making the temporary file is the longest step on some file systems, longer than the
-	// child's start (see BenchmarkStart): it begins first.
+	// the kept rows written into it) is prepared from then on, beside the child's exec, so that
+	// recording the row once the child runs costs one short write and the rename. It is usually
+	// ready already: the owner's ledger handle wrote it ahead after its last write (see
+	// ledger.Txn.TryPrepared), and the preparation only links it; otherwise it reads and writes.
 	tx, err := o.Ledger.LockAppend(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)

@@ -15,3 +15,6 @@ func SpareIno(l *Ledger) uint64 {
 	}
 	return st.Ino
 }
+
+// AwaitTail waits for the last start's append to finish in the background.
+func AwaitTail(l *Ledger) { l.awaitTail() }

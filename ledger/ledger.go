@@ -43,9 +43,15 @@ type Ledger struct {
 	last      *snapshot
 	spare     *os.File // see newTemp
 	spareSize int64    // the size reserved on disk for the spare
-	starts    bool     // the handle prepared an owner's start (Txn.PrepareAppend): it keeps a spare
-	making    bool     // a spare is being made
-	noSpare   bool     // the directory cannot have one
+	spareLen  int64    // the bytes written in the spare (see fillSpare); 0 when empty
+	// filled is the snapshot whose kept rows the spare holds (see fillSpare), with those rows
+	// and the number of rows pruned from it; nil when the spare holds none, or another's.
+	filled       *snapshot
+	filledRows   []Row
+	filledPruned int
+	starts       bool // the handle prepared an owner's start (Txn.PrepareAppend): it keeps a spare
+	making       bool // a spare is being made
+	noSpare      bool // the directory cannot have one
 
 	tail chan struct{} // closed when the last append's background has ended (see background)
 }

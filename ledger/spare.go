@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"slices"
 )
 
 // A handle keeps one spare: a file made ahead in the ledger's directory, with no name (Linux's
@@ -19,8 +21,17 @@ import (
 // newTemp returns the temporary file of a write: the handle's spare, named now, or a new file.
 // The caller holds the lock.
 func (l *Ledger) newTemp(size int64) (*os.File, error) {
-	if s, reserved := l.takeSpare(); s != nil {
-		f, err := nameSpare(s, l.path)
+	if s, reserved, written := l.takeSpare(); s != nil {
+		var err error
+		if written > 0 { // filled for a start (see fillSpare): this write writes all from the start
+			if err = s.Truncate(0); err == nil {
+				reserved = 0 // truncating freed what was reserved
+			}
+		}
+		var f *os.File
+		if err == nil {
+			f, err = nameSpare(s, l.path)
+		}
 		s.Close()
 		if err == nil {
 			if size > reserved {
@@ -32,13 +43,57 @@ func (l *Ledger) newTemp(size int64) (*os.File, error) {
 	return createTemp(l.path, size)
 }
 
-// takeSpare returns the spare and the size reserved on disk for it, or nil.
-func (l *Ledger) takeSpare() (*os.File, int64) {
+// takeSpare returns the spare, the size reserved on disk for it and the bytes written in it, or
+// nil.
+func (l *Ledger) takeSpare() (*os.File, int64, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s, reserved := l.spare, l.spareSize
-	l.spare, l.spareSize = nil, 0
-	return s, reserved
+	return l.takeSpareLocked()
+}
+
+func (l *Ledger) takeSpareLocked() (*os.File, int64, int64) {
+	s, reserved, written := l.spare, l.spareSize, l.spareLen
+	l.spare, l.spareSize, l.spareLen = nil, 0, 0
+	l.filled, l.filledRows = nil, nil
+	return s, reserved, written
+}
+
+// fillSpare writes into the spare of an owner's handle what its next start's write would write
+// first: the array's opening and the rows of the handle's snapshot that the start keeps (those
+// of this boot, see PrepareAppend). The start then finds its write prepared (see
+// [Txn.TryPrepared]) while the ledger is still the snapshot's file, as it is unless another
+// process wrote since: no read, no write, no goroutine beside its child's exec, only the spare's
+// link. The rows are encoded under the handle's mutex, which keeps the snapshot's buffer from
+// being given back meanwhile; the spare is the filler's alone while it is written.
+func (l *Ledger) fillSpare() {
+	l.mu.Lock()
+	s, sp := l.last, l.spare
+	if !l.starts || s == nil || sp == nil || l.filled == s {
+		l.mu.Unlock()
+		return
+	}
+	var rep Report
+	rows := prune(slices.Clone(s.rows), &rep, false)
+	var buf bytes.Buffer
+	err := encodeOpen(&buf, rows)
+	_, reserved, written := l.takeSpareLocked()
+	l.mu.Unlock()
+	if err == nil {
+		_, err = sp.WriteAt(buf.Bytes(), 0)
+	}
+	if n := int64(buf.Len()); err == nil && written > n {
+		err = sp.Truncate(n)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil || l.spare != nil { // a spare whose content is unknown is let go
+		sp.Close()
+		return
+	}
+	l.spare, l.spareSize, l.spareLen = sp, reserved, int64(buf.Len())
+	if l.last == s { // still the handle's snapshot: the rows, aliasing its buffer, are its own
+		l.filled, l.filledRows, l.filledPruned = s, rows, rep.Pruned
+	}
 }
 
 // refillSpare makes the handle's spare if it has none. A directory where one cannot be made (no
@@ -75,7 +130,7 @@ func (l *Ledger) refillSpare() {
 	l.spare, l.spareSize = s, size
 }
 
-// afterWrite makes the spare of an owner's handle once a write other than a start's append has
+// afterWrite makes and fills the spare of an owner's handle once a write other than a start's append has
 // unlocked (a start's append leaves it to its background).
 func (l *Ledger) afterWrite() {
 	l.mu.Lock()
@@ -83,11 +138,12 @@ func (l *Ledger) afterWrite() {
 	l.mu.Unlock()
 	if owner {
 		l.refillSpare()
+		l.fillSpare()
 	}
 }
 
 // background finishes a start's append off the start's path, in one goroutine: it unlocks, closes
-// the replaced file (see releaseReplaced) and makes the next spare. One goroutine rather than one
+// the replaced file (see releaseReplaced) and makes and fills the next spare. One goroutine rather than one
 // for each: on a machine with few CPUs, each goroutine started where a CPU idles wakes a thread,
 // which costs the starter microseconds.
 func (l *Ledger) background(unlock func(), replaced *os.File) {
@@ -102,6 +158,7 @@ func (l *Ledger) background(unlock func(), replaced *os.File) {
 			replaced.Close()
 		}
 		l.refillSpare()
+		l.fillSpare()
 	}()
 }
 
@@ -117,7 +174,7 @@ func (l *Ledger) awaitTail() {
 
 // closeSpare lets go of the spare; the kernel frees it.
 func (l *Ledger) closeSpare() {
-	if s, _ := l.takeSpare(); s != nil {
+	if s, _, _ := l.takeSpare(); s != nil {
 		s.Close()
 	}
 }

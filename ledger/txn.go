@@ -203,9 +203,9 @@ func (l *Ledger) LockAppend(ctx context.Context) (*Txn, error) { return l.lockTx
 // probing no PID: on a machine with few CPUs every system call it makes slows the exec it
 // overlaps. The caller's other writes (the row's drop when the child ends) prune as usual.
 func (tx *Txn) PrepareAppend() error {
-	tx.l.mu.Lock()
-	tx.l.starts = true // an owner's handle: it keeps a spare (see newTemp)
-	tx.l.mu.Unlock()
+	if tx.TryPrepared() {
+		return nil
+	}
 	if err := tx.prepare(false); err != nil {
 		return err
 	}
@@ -217,6 +217,52 @@ func (tx *Txn) PrepareAppend() error {
 	tx.rows = slices.Grow(tx.rows, 1)
 	tx.prewritten = true
 	return nil
+}
+
+// TryPrepared completes, under the lock taken by [Ledger.LockAppend], the preparation that
+// [Txn.PrepareAppend] makes, from the write the handle made ahead after its last write (see
+// fillSpare), and reports whether it could: the ledger must still be the file the handle wrote
+// last. It costs a link and no read or write, little enough for a start to make it before its
+// child's exec rather than beside it. When it reports false, nothing changed: call
+// PrepareAppend.
+func (tx *Txn) TryPrepared() bool {
+	l := tx.l
+	l.mu.Lock()
+	l.starts = true // an owner's handle: it keeps a spare (see newTemp)
+	s := l.last
+	if s == nil || l.filled != s || l.spare == nil {
+		l.mu.Unlock()
+		return false
+	}
+	l.last = nil
+	rows, pruned := l.filledRows, l.filledPruned
+	sp, reserved, written := l.takeSpareLocked()
+	l.mu.Unlock()
+	if !s.current(l.path) { // another process wrote since: the spare holds rows of the past
+		sp.Close()
+		s.release()
+		return false
+	}
+	f, err := nameSpare(sp, l.path)
+	sp.Close()
+	if err == nil {
+		if _, err = f.Seek(written, io.SeekStart); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	if err != nil {
+		s.release()
+		return false
+	}
+	if size := s.fi.Size() + rowRoom; size > reserved {
+		preallocate(f, size)
+	}
+	tx.tmp, tx.buf, tx.old, tx.read = f, s.buf, s.file, s.fi
+	tx.rows = slices.Grow(rows, 1)
+	tx.rep.Pruned += pruned
+	tx.prewritten = true
+	return true
 }
 
 // Append adds row, replacing any row with its PID, and commits. After beginAppend the

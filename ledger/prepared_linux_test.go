@@ -1,0 +1,92 @@
+package ledger_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+)
+
+// TestTryPrepared: after an owner's write its next start finds the write prepared ahead, and the
+// row appended lands in a well-formed ledger beside the others; a write by another handle in
+// between makes the prepared write stale, and the start prepares from the file instead and keeps
+// that write's row; a plain write after a fill (a drop) leaves no byte of the fill behind.
+func TestTryPrepared(t *testing.T) {
+	ctx := context.Background()
+	pool := cats(t, 5)
+	self, _ := procid.Self()
+	rowOf := func(pid int) ledger.Row {
+		inc, err := procid.Read(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledger.NewRow(inc, self)
+	}
+	l := tempLedger(t)
+	defer l.Close()
+	written := map[int]ledger.Row{}
+	start := func(pid int, wantPrepared bool) {
+		t.Helper()
+		tx, err := l.LockAppend(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prepared := tx.TryPrepared()
+		if !prepared {
+			if err := tx.PrepareAppend(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if prepared != wantPrepared {
+			t.Errorf("start of %d: prepared ahead %v, want %v", pid, prepared, wantPrepared)
+		}
+		row := rowOf(pid)
+		if _, err := tx.Append(row); err != nil {
+			t.Fatal(err)
+		}
+		written[pid] = row
+		ledger.AwaitTail(l)
+	}
+	// fileHas checks the file itself: a JSON array of exactly these pids.
+	fileHas := func(pids ...int) {
+		t.Helper()
+		b, err := os.ReadFile(l.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []struct{ PID int }
+		if err := json.Unmarshal(b, &rows); err != nil {
+			t.Fatalf("ledger is not a JSON array: %v\n%s", err, b)
+		}
+		var got []int
+		for _, r := range rows {
+			got = append(got, r.PID)
+		}
+		slices.Sort(got)
+		slices.Sort(pids)
+		if !slices.Equal(got, pids) {
+			t.Errorf("ledger holds %v, want %v", got, pids)
+		}
+	}
+	start(pool[0], false) // the handle's first write: nothing made ahead
+	start(pool[1], true)
+	fileHas(pool[0], pool[1])
+
+	other := ledger.Open(l.Path())
+	if _, err := other.Add(ctx, rowOf(pool[2])); err != nil {
+		t.Fatal(err)
+	}
+	start(pool[3], false) // the file changed under the handle: prepared from the file
+	fileHas(pool[0], pool[1], pool[2], pool[3])
+
+	if err := l.Drop(ctx, []ledger.Row{written[pool[0]], written[pool[1]]}); err != nil {
+		t.Fatal(err)
+	}
+	fileHas(pool[2], pool[3])
+	start(pool[4], true) // after the drop, made ahead again
+	fileHas(pool[2], pool[3], pool[4])
+}

@@ -179,23 +179,8 @@ func TestFromOS(t *testing.T) { fromOS(t) }
 // fromOS wraps a child; its spawn-time authority is pinned in every mode.
 func fromOS(t *testing.T) {
 	c := startHelper(t, "sleep", nil)
-	inc := c.incarnation()
-	p, err := authority.FromOS(c.cmd.Process)
-	if err != nil {
-		t.Fatalf("FromOS: %v", err)
-	}
-	defer p.Close()
-	if !sameID(p.ID(), inc.ID) || !p.Pinned() {
-		t.Errorf("ID, Pinned = %v, %v; want %v, true", p.ID(), p.Pinned(), inc.ID)
-	}
-	if err := p.Kill(); err != nil {
-		t.Fatalf("Kill: %v", err)
-	}
-	if err := p.Wait(waitCtx(t, 30*time.Second)); err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	c.waitExit()
-	_, err = authority.FromOS(c.cmd.Process) // waited for: gone, or without a handle on Windows
+	wrapped(t, c, authority.FromOS)
+	_, err := authority.FromOS(c.cmd.Process) // waited for: gone, or without a handle on Windows
 	t.Logf("FromOS after Wait: %v", err)
 	if runtime.GOOS == "windows" {
 		mustIs(t, err, authority.ErrNoAuthority)
@@ -212,9 +197,17 @@ func TestFromChild(t *testing.T) {
 	if _, err := authority.FromChild(c.cmd.Process, procid.ID{PID: inc.PID + 1, Start: inc.Start}); err == nil {
 		t.Errorf("FromChild took pid %d's incarnation for pid %d", inc.PID+1, inc.PID)
 	}
-	p, err := authority.FromChild(c.cmd.Process, inc.ID)
+	wrapped(t, c, func(p *os.Process) (*authority.Process, error) { return authority.FromChild(p, inc.ID) })
+}
+
+// wrapped wraps c's child with wrap, checks that the Process has its incarnation and is pinned,
+// kills it through the Process and sees it exit.
+func wrapped(t *testing.T, c *child, wrap func(*os.Process) (*authority.Process, error)) {
+	t.Helper()
+	inc := c.incarnation()
+	p, err := wrap(c.cmd.Process)
 	if err != nil {
-		t.Fatalf("FromChild: %v", err)
+		t.Fatalf("wrap: %v", err)
 	}
 	defer p.Close()
 	if !sameID(p.ID(), inc.ID) || !p.Pinned() {

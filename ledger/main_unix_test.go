@@ -115,6 +115,17 @@ func helperHoldLock(args []string) int {
 	return 0
 }
 
+// rowFor is this process's row for pid, a live process the test started.
+func rowFor(t *testing.T, pid int) ledger.Row {
+	t.Helper()
+	inc, err := procid.Read(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := procid.Self()
+	return ledger.NewRow(inc, self)
+}
+
 func register(l *ledger.Ledger, pid int, purpose string) error {
 	inc, err := procid.Read(pid)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody/ledger"
-	"github.com/custody-dev/custody/procid"
 )
 
 // TestTryPrepared: after an owner's write its next start finds the write prepared ahead, and the
@@ -18,14 +17,6 @@ import (
 func TestTryPrepared(t *testing.T) {
 	ctx := context.Background()
 	pool := cats(t, 5)
-	self, _ := procid.Self()
-	rowOf := func(pid int) ledger.Row {
-		inc, err := procid.Read(pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ledger.NewRow(inc, self)
-	}
 	l := tempLedger(t)
 	defer l.Close()
 	written := map[int]ledger.Row{}
@@ -44,7 +35,7 @@ func TestTryPrepared(t *testing.T) {
 		if prepared != wantPrepared {
 			t.Errorf("start of %d: prepared ahead %v, want %v", pid, prepared, wantPrepared)
 		}
-		row := rowOf(pid)
+		row := rowFor(t, pid)
 		if _, err := tx.Append(row); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +68,7 @@ func TestTryPrepared(t *testing.T) {
 	fileHas(pool[0], pool[1])
 
 	other := ledger.Open(l.Path())
-	if _, err := other.Add(ctx, rowOf(pool[2])); err != nil {
+	if _, err := other.Add(ctx, rowFor(t, pool[2])); err != nil {
 		t.Fatal(err)
 	}
 	start(pool[3], false) // the file changed under the handle: prepared from the file

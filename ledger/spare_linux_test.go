@@ -11,7 +11,6 @@ import (
 
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
-	"github.com/custody-dev/custody/procid"
 )
 
 // TestSpare: an owner's handle (one that prepared a start) makes, after the start's append, an
@@ -23,14 +22,6 @@ func TestSpare(t *testing.T) {
 	pool := cats(t, 2)
 	l := tempLedger(t)
 	defer l.Close()
-	rowOf := func(pid int) ledger.Row {
-		inc, err := procid.Read(pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		self, _ := procid.Self()
-		return ledger.NewRow(inc, self)
-	}
 	tx, err := l.LockAppend(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +29,7 @@ func TestSpare(t *testing.T) {
 	if err := tx.PrepareAppend(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Append(rowOf(pool[0])); err != nil {
+	if _, err := tx.Append(rowFor(t, pool[0])); err != nil {
 		t.Fatal(err)
 	}
 	var spare uint64
@@ -48,7 +39,7 @@ func TestSpare(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := l.Add(ctx, rowOf(pool[1])); err != nil {
+	if _, err := l.Add(ctx, rowFor(t, pool[1])); err != nil {
 		t.Fatal(err)
 	}
 	var st syscall.Stat_t
@@ -73,7 +64,7 @@ func TestSpare(t *testing.T) {
 
 	once := ledger.Open(l.Path())
 	defer once.Close()
-	if _, err := once.Add(ctx, rowOf(pool[0])); err != nil {
+	if _, err := once.Add(ctx, rowFor(t, pool[0])); err != nil {
 		t.Fatal(err)
 	}
 	if ino := ledger.SpareIno(once); ino != 0 {

@@ -13,7 +13,7 @@ import (
 // the quote, backslash, <, > and &) goes through json.Marshal itself, which stays the definition:
 // TestEncodeRow compares the two.
 func encodeRow(r Row) ([]byte, error) {
-	b := make([]byte, 0, 512)
+	b := make([]byte, 0, 1024) // a start's row is some 600 bytes
 	b = append(b, `{"pid":`...)
 	b = strconv.AppendInt(b, int64(r.PID), 10)
 	var ok bool

@@ -141,7 +141,7 @@ func (tx *Txn) commitOnce(replaced []int, fn func(rows []Row) ([]Row, error)) er
 	}
 	tmp := tx.tmp
 	tx.tmp = nil
-	return tx.finish(tmp, rows, func(w io.Writer) error {
+	return tx.finish(tmp, rows, 0, func(w io.Writer) error {
 		if tx.prewritten { // the change is not a plain append: start the file again
 			if err := tmp.Truncate(0); err != nil {
 				return err
@@ -290,7 +290,8 @@ func (tx *Txn) Append(row Row) (Report, error) {
 	tmp := tx.tmp
 	tx.tmp = nil
 	tx.deferRelease = true
-	err = tx.finish(tmp, append(tx.rows, row), func(w io.Writer) error {
+	// Only the appended row is new to the snapshot: the kept ones are as read (see snapshotRows).
+	err = tx.finish(tmp, append(tx.rows, row), len(tx.rows), func(w io.Writer) error {
 		return encodeClose(w, len(tx.rows), raw)
 	})
 	if err == nil {
@@ -327,8 +328,10 @@ func (tx *Txn) hasPID(pid int) bool {
 }
 
 // finish writes and renames the temporary file over the ledger, then lets the replaced file go
-// and keeps the new one, with rows, as the handle's snapshot where files may be held.
-func (tx *Txn) finish(tmp *os.File, rows []Row, write func(io.Writer) error) error {
+// and keeps the new one, with rows, as the handle's snapshot where files may be held. The first
+// kept rows are known to be as a read decodes them (a start's kept rows): only the others are
+// looked at for the snapshot, which at 100 rows spares a pass over some 36 KB of cold rows.
+func (tx *Txn) finish(tmp *os.File, rows []Row, kept int, write func(io.Writer) error) error {
 	fi, err := finishTemp(tmp, tx.l.path, write, holdFiles, func() error { return checkUnchanged(tx.l.path, tx.read) })
 	if err != nil {
 		return err
@@ -340,7 +343,7 @@ func (tx *Txn) finish(tmp *os.File, rows []Row, write func(io.Writer) error) err
 	if !holdFiles {
 		return nil
 	}
-	if rows, err = snapshotRows(rows); err != nil { // cannot happen: the rows were just encoded
+	if _, err = snapshotRows(rows[kept:]); err != nil { // cannot happen: the rows were just encoded
 		closeHeld(tmp)
 		return nil
 	}

@@ -7,10 +7,9 @@ import "github.com/custody-dev/custody/scope"
 // so that the next start neither makes a cgroup nor has the supervisor open one beside its
 // child's exec. An owner keeps one from its second start on, while its starts get cgroups: a
 // one-shot owner (custody run) would make a cgroup only to remove it at its exit, beside its
-// child's startup. A spare the next start
-// cannot use (its process now gives children process groups) is removed then; Close removes the
-// last. An owner that dies with a spare leaves an empty cgroup, which its supervisor removes if
-// the spare was covered, and reap otherwise.
+// child's startup. A spare the next start cannot use (its process now gives children process
+// groups) is removed then; Close removes the last. An owner that dies with a spare leaves an
+// empty cgroup, which its supervisor removes if the spare was covered, and reap otherwise.
 
 // takeSpare returns the spare, or nil.
 func (o *Owner) takeSpare() *scope.Reservation {

@@ -14,9 +14,10 @@ import (
 // and go); naming one is a link. Only an owner's handle keeps one, one that has prepared a start
 // ([Txn.PrepareAppend]): a process that writes once would make a file only to free it at its
 // exit. The spare is made after a write, off the next write's path: by the write itself once it
-// has unlocked, or, after a start's append, which the start waits for, in the background. A spare has no name until a write under the lock gives it one, so
-// that every named temporary file still belongs to a lock holder (see removeStaleTemps), and an
-// owner that dies leaves nothing: the kernel frees an unnamed file with its last descriptor.
+// has unlocked, or, after a start's append, which the start waits for, in the background. A spare
+// has no name until a write under the lock gives it one, so that every named temporary file still
+// belongs to a lock holder (see removeStaleTemps), and an owner that dies leaves nothing: the
+// kernel frees an unnamed file with its last descriptor.
 
 // newTemp returns the temporary file of a write: the handle's spare, named now, or a new file.
 // The caller holds the lock.
@@ -130,8 +131,8 @@ func (l *Ledger) refillSpare() {
 	l.spare, l.spareSize = s, size
 }
 
-// afterWrite makes and fills the spare of an owner's handle once a write other than a start's append has
-// unlocked (a start's append leaves it to its background).
+// afterWrite makes and fills the spare of an owner's handle once a write other than a start's
+// append has unlocked (a start's append leaves it to its background).
 func (l *Ledger) afterWrite() {
 	l.mu.Lock()
 	owner := l.starts
@@ -143,9 +144,9 @@ func (l *Ledger) afterWrite() {
 }
 
 // background finishes a start's append off the start's path, in one goroutine: it unlocks, closes
-// the replaced file (see releaseReplaced) and makes and fills the next spare. One goroutine rather than one
-// for each: on a machine with few CPUs, each goroutine started where a CPU idles wakes a thread,
-// which costs the starter microseconds.
+// the replaced file (see releaseReplaced) and makes and fills the next spare. One goroutine rather
+// than one for each: on a machine with few CPUs, each goroutine started where a CPU idles wakes a
+// thread, which costs the starter microseconds.
 func (l *Ledger) background(unlock func(), replaced *os.File) {
 	done := make(chan struct{})
 	l.mu.Lock()

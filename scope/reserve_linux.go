@@ -8,15 +8,9 @@ type reservation struct {
 }
 
 func reserve() (*Reservation, error) {
-	if forcedGroups() != nil {
-		return nil, nil
-	}
-	cg, err := self.newScope()
-	if err != nil {
-		if self.usable() {
-			return nil, err
-		}
-		return nil, nil
+	cg, err := newScopeCgroup()
+	if cg == nil {
+		return nil, err
 	}
 	return &Reservation{rel: cg.rel, sys: reservation{cg: cg}}, nil
 }

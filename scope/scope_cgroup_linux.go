@@ -28,16 +28,30 @@ func prepareCgroup(cmd *exec.Cmd, r *Reservation) error {
 	cg := r.take()
 	if cg == nil {
 		var err error
-		if cg, err = self.newScope(); err != nil {
-			if self.usable() {
-				return fmt.Errorf("scope: prepare %s: %w", cmd.Path, err)
-			}
+		if cg, err = newScopeCgroup(); err != nil {
+			return fmt.Errorf("scope: prepare %s: %w", cmd.Path, err)
+		}
+		if cg == nil {
 			return nil // no cgroup for this process: a process group, as Containment reports
 		}
 	}
 	a.UseCgroupFD, a.CgroupFD = true, cg.fd
 	pending.Store(cmd, cg)
 	return nil
+}
+
+// newScopeCgroup makes the cgroup of a new scope. It returns nil, and no error, where this
+// process's children get process groups: asked for (see EnvContainment), or no cgroup can be
+// made for this process (see Containment); an error only where cgroups are usable.
+func newScopeCgroup() (*cgroup, error) {
+	if forcedGroups() != nil {
+		return nil, nil
+	}
+	cg, err := self.newScope()
+	if err != nil && !self.usable() {
+		return nil, nil
+	}
+	return cg, err
 }
 
 func takeCgroup(cmd *exec.Cmd) *cgroup {

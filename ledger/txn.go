@@ -269,21 +269,25 @@ func (tx *Txn) TryPrepared() bool {
 // kept rows are already in the file: only the row and the array's end are written, unless a kept
 // row has the PID (a stale row of a recycled PID), when the file is written anew.
 func (tx *Txn) Append(row Row) (Report, error) {
+	// The spare for an owner's handle's next write (see newTemp) is made after the unlock: by the
+	// append's background when the start's fast path commits, here otherwise.
+	backgrounded := false
+	defer func() {
+		if !backgrounded {
+			tx.l.afterWrite()
+		}
+	}()
 	if row.PID <= 0 {
 		tx.Abort()
-		tx.l.afterWrite()
 		return tx.rep, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)
 	}
 	add := func(rows []Row) ([]Row, error) { return replaceRow(rows, row, &tx.rep) }
 	if !tx.prewritten || tx.hasPID(row.PID) {
-		// The spare for an owner's handle's next write (see newTemp) is made after the unlock.
-		defer tx.l.afterWrite()
 		return tx.commit(nil, add)
 	}
+	defer tx.Abort()
 	raw, err := row.Raw()
 	if err != nil {
-		tx.Abort()
-		tx.l.afterWrite()
 		return tx.rep, err
 	}
 	row.raw = raw // for the snapshot, which would encode it again
@@ -301,12 +305,10 @@ func (tx *Txn) Append(row Row) (Report, error) {
 		// held by its own past.
 		tx.l.background(tx.unlock, tx.old)
 		tx.unlock, tx.old = nil, nil
-		tx.Abort()
+		backgrounded = true
 		return tx.rep, nil
 	}
 	tx.deferRelease = false
-	defer tx.l.afterWrite()
-	defer tx.Abort()
 	if !errors.Is(err, errStale) {
 		return tx.rep, err
 	}

@@ -213,8 +213,8 @@ func (c *Client) Register(g Group) error {
 // supervisor's pipe. The supervisor opens the cgroup on reading the line; one it cannot open is
 // logged and ignored there.
 func (c *Client) RegisterCgroup(path string) error {
-	if !validCgroup(path) || len(path)+len("uncgroup \n") > MaxLine {
-		return fmt.Errorf("supervise: register cgroup %q: %w", path, ErrRefused)
+	if err := refuseCgroup("register", path); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -256,8 +256,8 @@ func (c *Client) RegisterCgroup(path string) error {
 // RegisterCgroup then covers the cgroup as if never reserved. The owner's death removes the
 // reserved cgroups, as it does every covered cgroup once empty.
 func (c *Client) ReserveCgroup(path string) error {
-	if !validCgroup(path) || len(path)+len("uncgroup \n") > MaxLine {
-		return fmt.Errorf("supervise: reserve cgroup %q: %w", path, ErrRefused)
+	if err := refuseCgroup("reserve", path); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -276,6 +276,15 @@ func (c *Client) ReserveCgroup(path string) error {
 			c.reserved = make(map[string]*proc)
 		}
 		c.reserved[path] = p
+	}
+	return nil
+}
+
+// refuseCgroup refuses a path that is not a custody cgroup's, or whose line (the longer
+// "uncgroup" one included) would not fit the protocol.
+func refuseCgroup(op, path string) error {
+	if !validCgroup(path) || len(path)+len("uncgroup \n") > MaxLine {
+		return fmt.Errorf("supervise: %s cgroup %q: %w", op, path, ErrRefused)
 	}
 	return nil
 }

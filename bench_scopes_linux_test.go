@@ -85,10 +85,14 @@ func helperPlainOwner(args []string) int {
 //     what the kernel spends on a process leaving its cgroup is on both sides;
 //   - baseline=owner-death: the owner helper with no scope, SIGKILLed, until its files are closed
 //     and its exit seen: the death no owned run can skip, at its smallest;
-//   - baseline=owner-death+direct-kill: the two together, as a supervisor could at best: a plain
-//     Go program that started the same trees (os/exec, a process group each, nothing of custody)
-//     is SIGKILLed, and when its files are closed the benchmark SIGTERMs each group through a
-//     pidfd on its leader. What an owned run does beyond this floor is custody's.
+//   - baseline=owner-death+direct-kill: the two in turn, as a supervisor that waits for its
+//     owner's files to close could at best: a plain Go program that started the same trees
+//     (os/exec, a process group each, nothing of custody) is SIGKILLed, and when its files are
+//     closed the benchmark SIGTERMs each group through a pidfd on its leader;
+//   - baseline=owner-kill+direct-kill: the two at once, as a supervisor told of its owner's
+//     death at no cost at all could: the same plain program is SIGKILLed and, straight after,
+//     each group SIGTERMed, while the program's death goes on beside the trees' exits on the same
+//     CPUs. What an owned run does beyond this floor is custody's.
 func BenchmarkOwnerDeathScopes(b *testing.B) {
 	for _, n := range []int{20, 1000} {
 		for _, c := range containments() {
@@ -102,12 +106,14 @@ func BenchmarkOwnerDeathScopes(b *testing.B) {
 			b.Run(fmt.Sprintf("scopes=%d/baseline=direct-kill-in-cgroups", n), func(b *testing.B) { benchScopesDirect(b, n, true) })
 		}
 		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death", n), benchOwnerDeath)
-		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n) })
+		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n, true) })
+		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-kill+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n, false) })
 	}
 }
 
-// benchOwnerDeathDirect is the combined floor: see BenchmarkOwnerDeathScopes.
-func benchOwnerDeathDirect(b *testing.B, n int) {
+// benchOwnerDeathDirect is the combined floors: see BenchmarkOwnerDeathScopes. afterEOF waits
+// for the owner's files to close before the SIGTERMs; otherwise they follow its SIGKILL at once.
+func benchOwnerDeathDirect(b *testing.B, n int, afterEOF bool) {
 	var ds, owner []time.Duration
 	b.StopTimer()
 	for range b.N {
@@ -122,19 +128,26 @@ func benchOwnerDeathDirect(b *testing.B, n int) {
 		b.StartTimer()
 		start := time.Now()
 		cmd.Process.Kill()
-		waitEOF(b, eof)
-		owner = append(owner, time.Since(start))
+		if afterEOF {
+			waitEOF(b, eof)
+			owner = append(owner, time.Since(start))
+		}
 		for i := 1; i < len(trees); i += 2 { // "<grandchild> <child>": each child leads its group
 			unix.PidfdSendSignal(trees[i], unix.SIGTERM, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP)
 		}
 		ds = append(ds, slices.Max(x.wait(b, start)))
+		if !afterEOF {
+			waitEOF(b, eof)
+		}
 		b.StopTimer()
 		unix.Close(eof)
 		cmd.Wait()
 		w.Close()
 	}
 	reportP50(b, ds)
-	b.ReportMetric(float64(median(owner))/1e6, "owner-eof-p50-ms")
+	if afterEOF {
+		b.ReportMetric(float64(median(owner))/1e6, "owner-eof-p50-ms")
+	}
 }
 
 // waitEOF waits until the read end of a pipe reports its end.

@@ -137,6 +137,7 @@ type proc struct {
 	cmd     *exec.Cmd
 	w       *os.File // write end of its standard input; the owner's only copy
 	started time.Time
+	give    func() // returns its death word once it has exited (Linux); may be nil
 }
 
 // Start starts the supervisor now rather than at the first [Client.Register], to take the start
@@ -458,6 +459,9 @@ func (c *Client) startLocked() error {
 func (c *Client) wait(p *proc) {
 	defer c.waiters.Done()
 	err := p.cmd.Wait()
+	if p.give != nil {
+		p.give()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sup != p {

@@ -56,6 +56,14 @@ func (c *Client) spawn() (p *proc, err error) {
 		cmd.Stderr = c.Stderr
 	}
 	cmd.ExtraFiles = []*os.File{readyW}
+	// Linux: the word the kernel marks when this process begins to die, so that the supervisor
+	// need not wait until the dying owner's files close (see giveDeathWord).
+	give := giveDeathWord(cmd)
+	defer func() {
+		if err != nil && give != nil {
+			give()
+		}
+	}()
 	// Its own session: neither the terminal's SIGINT/SIGHUP nor a kill of the owner's group
 	// reaches it. No Pdeathsig: the supervisor must outlive its owner.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -76,7 +84,7 @@ func (c *Client) spawn() (p *proc, err error) {
 		}
 		return nil, fmt.Errorf("start supervisor %s: %w", cmd.Path, err)
 	}
-	return &proc{cmd: cmd, w: w, started: started}, nil
+	return &proc{cmd: cmd, w: w, started: started, give: give}, nil
 }
 
 // awaitReady waits for the supervisor's readiness byte.
@@ -154,7 +162,7 @@ func environ() []string {
 	env := os.Environ()
 	return slices.DeleteFunc(env, func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket
+		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket || k == EnvDeath
 	})
 }
 

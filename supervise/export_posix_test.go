@@ -63,3 +63,17 @@ func Bound(cfg Config, line string) (pinned bool, sweep, release func()) {
 		}
 	}
 }
+
+// PipeFD returns the descriptor of the write end of the running supervisor's pipe, or -1.
+func PipeFD(c *Client) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sup == nil {
+		return -1
+	}
+	fd := -1
+	if rc, err := c.sup.w.SyscallConn(); err == nil {
+		rc.Control(func(u uintptr) { fd = int(u) })
+	}
+	return fd
+}

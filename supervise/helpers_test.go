@@ -169,6 +169,8 @@ func (o *owner) do(f []string) error {
 		}
 	case "unregister":
 		return o.c.Unregister(arg(1))
+	case "leak":
+		return o.leak()
 	case "err":
 		fmt.Printf("err %v\n", o.c.Err())
 	case "close":
@@ -234,6 +236,31 @@ func (o *owner) spawn(kind string, flags []string) error {
 		close(ch.done)
 	}()
 	return o.c.Register(supervise.Group{PID: pid, PGID: pid, Start: start})
+}
+
+// leak starts a cat that holds a copy of the write end of the supervisor's pipe, which the
+// owner never hands out: the pipe's end then never comes while the cat lives, and only the
+// owner's death word can tell the supervisor. It answers "leak <pid> <start>".
+func (o *owner) leak() error {
+	fd, err := unix.Dup(supervise.PipeFD(o.c))
+	if err != nil {
+		return err
+	}
+	w := os.NewFile(uintptr(fd), "supervisor pipe")
+	defer w.Close()
+	cmd := exec.Command("cat")
+	cmd.Stdin, cmd.ExtraFiles = o.lifeline, []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	inc, err := procid.Read(cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("leak %d %d\n", inc.PID, inc.Start)
+	go cmd.Wait()
+	return nil
 }
 
 func (o *owner) printSup() error {

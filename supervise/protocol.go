@@ -15,6 +15,11 @@ const MaxLine = 256
 // errLong reports a line longer than [MaxLine] that was discarded.
 var errLong = errors.New("line longer than 256 bytes discarded")
 
+// errDying is a read of the owner's pipe that found nothing more to read from an owner that has
+// begun to die (see dyingReader). Unlike other errors it does not end the stream: lines a dying
+// thread was still writing may follow, then the end.
+var errDying = errors.New("the owner is dying")
+
 // lineReader splits a stream into newline-terminated lines with bounded memory: one read buffer
 // and one line buffer, whatever the peer sends. Without the bound, an owner (or anyone who got the
 // write end) could grow the supervisor without limit by never sending a newline.
@@ -42,6 +47,9 @@ func (lr *lineReader) next() ([]byte, error) {
 		}
 		n, err := lr.r.Read(lr.buf[:])
 		lr.start, lr.end = 0, n
+		if err == errDying { // read with nothing: not sticky
+			return nil, err
+		}
 		lr.err = err // bytes read along with an error are consumed before the error is reported
 	}
 }

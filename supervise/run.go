@@ -22,6 +22,10 @@ const (
 	// to read its standard input, and which it then closes. The readiness signal costs the
 	// protocol nothing and writes nothing to a terminal when no one asked for it.
 	EnvReadyFD = "CUSTODY_SUPERVISOR_READY_FD"
+	// EnvDeath, set by [Client] on Linux, is "<fd>,<offset>": an inherited memfd page shared with
+	// the owner, and the offset of the word in it that the kernel marks when the owner begins to
+	// die, before its pipe's end can be read (see the package doc).
+	EnvDeath = "CUSTODY_SUPERVISOR_DEATH"
 	// EnvLog sets the level of the supervisor's log on standard error: debug, info, warn (the
 	// default) or error.
 	EnvLog = "CUSTODY_SUPERVISOR_LOG"

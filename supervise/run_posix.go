@@ -26,13 +26,14 @@ func run(cfg Config) error {
 	if ln != nil {
 		defer closeNest(ln)
 	}
+	in := ownerPipe(cfg)
 	if err := signalReady(); err != nil {
 		return err
 	}
 	if ln != nil {
-		return serveNest(context.Background(), os.Stdin, ln, cfg.withDefaults())
+		return serveNest(context.Background(), in, ln, cfg.withDefaults())
 	}
-	return Serve(context.Background(), os.Stdin, cfg)
+	return Serve(context.Background(), in, cfg)
 }
 
 // trimRuntime keeps the supervisor small. Its heap is a map of covered groups and almost nothing

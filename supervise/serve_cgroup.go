@@ -33,6 +33,9 @@ func (s *server) coverCgroup(path string) {
 	}
 	s.dropCgroup(path)
 	s.cgroups[path] = sc
+	if s.stopping { // covered while the owner dies
+		s.signalCgroup(path, sc, unix.SIGTERM)
+	}
 }
 
 // dropCgroup stops covering a cgroup, leaving its processes alone.
@@ -55,9 +58,19 @@ func (s *server) signalCgroups(sig unix.Signal) {
 		scopes[i] = s.cgroups[path]
 	}
 	for i, err := range scope.SignalAll(scopes, sig) {
-		if err != nil && !errors.Is(err, procid.ErrGone) {
-			s.log.Warn("supervise: signal failed", "cgroup", paths[i], "signal", sig.String(), "err", err)
-		}
+		s.signalled(paths[i], sig, err)
+	}
+}
+
+// signalCgroup sends sig to every process in one covered cgroup.
+func (s *server) signalCgroup(path string, sc *scope.Scope, sig unix.Signal) {
+	s.signalled(path, sig, scope.SignalAll([]*scope.Scope{sc}, sig)[0])
+}
+
+// signalled logs a signal that failed, but for a cgroup already empty.
+func (s *server) signalled(path string, sig unix.Signal, err error) {
+	if err != nil && !errors.Is(err, procid.ErrGone) {
+		s.log.Warn("supervise: signal failed", "cgroup", path, "signal", sig.String(), "err", err)
 	}
 }
 

@@ -21,6 +21,11 @@ type server struct {
 	self    int                     // the supervisor's own process group
 	covered map[int]*scope.Scope    // covered process groups, each bound at its registration
 	cgroups map[string]*scope.Scope // covered cgroups, each held open since its registration
+	// stopping is set once the covered scopes were sent SIGTERM, at the owner's death: a scope
+	// covered later (a line a dying thread was still writing) is sent it on arrival. deadline is
+	// when the survivors get SIGKILL.
+	stopping bool
+	deadline time.Time
 }
 
 func serve(ctx context.Context, in io.Reader, cfg Config) error {
@@ -53,6 +58,11 @@ func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done b
 		return false
 	case err == errLong:
 		s.log.Debug("supervise: ignored line", "reason", err)
+		return false
+	case err == errDying:
+		// Every line written before the owner began to die has been read: what is covered now
+		// is what its death must stop. The end of the pipe, or a last line, comes later.
+		s.stop()
 		return false
 	case err != io.EOF:
 		s.log.Warn("supervise: reading from owner", "err", err)
@@ -137,10 +147,14 @@ func (s *server) register(cmd command) {
 	}
 }
 
-// cover records a group, replacing (and releasing) what a previous registration of it held.
+// cover records a group, replacing (and releasing) what a previous registration of it held. A
+// group covered while its owner dies is sent SIGTERM at once.
 func (s *server) cover(pgid int, g *scope.Scope) {
 	s.drop(pgid)
 	s.covered[pgid] = g
+	if s.stopping {
+		s.signalGroup(pgid, g, unix.SIGTERM)
+	}
 }
 
 // drop forgets a group and releases what its scope holds (the pidfd on its leader).
@@ -151,17 +165,27 @@ func (s *server) drop(pgid int) {
 	}
 }
 
-// sweep stops every covered cgroup and every covered group whose identity holds: SIGTERM, a wait
-// of up to the grace, SIGKILL (cgroup.kill for cgroups).
+// sweep stops every covered cgroup and every covered group whose identity holds: SIGTERM (unless
+// the owner's death already sent it), a wait of up to the grace, SIGKILL (cgroup.kill for
+// cgroups).
 func (s *server) sweep() {
 	if len(s.covered) == 0 && len(s.cgroups) == 0 {
 		return
 	}
-	deadline := time.Now().Add(s.cfg.Grace)
+	s.stop()
+	s.awaitCgroups(s.deadline)
+	s.sweepGroups(s.deadline)
+}
+
+// stop sends SIGTERM to every covered scope, once, and starts the grace.
+func (s *server) stop() {
+	if s.stopping {
+		return
+	}
+	s.stopping = true
+	s.deadline = time.Now().Add(s.cfg.Grace)
 	s.signalAll(unix.SIGTERM)
 	s.signalCgroups(unix.SIGTERM)
-	s.awaitCgroups(deadline)
-	s.sweepGroups(deadline)
 }
 
 // sweepGroups polls the signalled groups until they are empty, and SIGKILLs survivors at the
@@ -198,21 +222,26 @@ func gone(g *scope.Scope, census *scope.Census) bool {
 // and drops the groups that are gone or no longer proven.
 func (s *server) signalAll(sig unix.Signal) {
 	for pgid, g := range s.covered {
-		if why := s.refuse(pgid); why != "" {
-			// Registration refused it already; checked again because a slip here is kill(-1).
-			s.log.Error("supervise: refused target in the covered set", "pgid", pgid, "reason", why)
-			s.drop(pgid)
-			continue
-		}
-		switch err := g.Signal(sig); {
-		case err == nil:
-		case errors.Is(err, procid.ErrGone):
-			s.drop(pgid)
-		case errors.Is(err, authority.ErrNoAuthority):
-			s.log.Warn("supervise: not signalling", "pgid", pgid, "signal", sig.String(), "reason", err)
-			s.drop(pgid)
-		default:
-			s.log.Warn("supervise: signal failed", "pgid", pgid, "signal", sig.String(), "err", err)
-		}
+		s.signalGroup(pgid, g, sig)
+	}
+}
+
+// signalGroup sends sig to one covered group whose identity holds (see signalAll).
+func (s *server) signalGroup(pgid int, g *scope.Scope, sig unix.Signal) {
+	if why := s.refuse(pgid); why != "" {
+		// Registration refused it already; checked again because a slip here is kill(-1).
+		s.log.Error("supervise: refused target in the covered set", "pgid", pgid, "reason", why)
+		s.drop(pgid)
+		return
+	}
+	switch err := g.Signal(sig); {
+	case err == nil:
+	case errors.Is(err, procid.ErrGone):
+		s.drop(pgid)
+	case errors.Is(err, authority.ErrNoAuthority):
+		s.log.Warn("supervise: not signalling", "pgid", pgid, "signal", sig.String(), "reason", err)
+		s.drop(pgid)
+	default:
+		s.log.Warn("supervise: signal failed", "pgid", pgid, "signal", sig.String(), "err", err)
 	}
 }

@@ -125,7 +125,7 @@ func readOwner(in io.Reader, lines chan<- stdinEvent, done <-chan struct{}) {
 		case <-done:
 			return
 		}
-		if err != nil && err != errLong {
+		if err != nil && err != errLong && err != errDying {
 			return
 		}
 	}

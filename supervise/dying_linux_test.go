@@ -1,0 +1,89 @@
+package supervise
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody/procid"
+)
+
+// TestDyingStopsBeforeEOF runs the supervisor's loop on a pipe whose write end the test holds:
+// the owner's death is told (dyingReader.dead) while the pipe stays open. A group registered by a
+// line written before the death must be sent SIGTERM then, without the pipe's end; a group
+// registered by a line written after it (a dying thread's last write) must be sent it on
+// arrival; and the pipe's end must end the loop.
+func TestDyingStopsBeforeEOF(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	dr, err := newDyingReader(int(r.Fd()), time.Minute)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(s *sleeper) {
+		inc, err := procid.Read(s.cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, "register %d %d %d\n", inc.PID, inc.PID, inc.Start)
+	}
+	first := startSleep(t)
+	register(first)
+	dr.dead()
+	served := make(chan error, 1)
+	go func() { served <- Serve(context.Background(), dr, Config{Grace: time.Minute}) }()
+	awaitTERM(t, first)
+	second := startSleep(t)
+	register(second)
+	awaitTERM(t, second)
+	w.Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not end at the pipe's end")
+	}
+}
+
+// sleeper is a sleep in a process group of its own; exited is closed once it is reaped.
+type sleeper struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startSleep starts a sleeper, killed and reaped at cleanup.
+func startSleep(t *testing.T) *sleeper {
+	c := exec.Command("sleep", "60")
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &sleeper{cmd: c, exited: make(chan struct{})}
+	go func() { c.Wait(); close(s.exited) }()
+	t.Cleanup(func() { c.Process.Kill(); <-s.exited })
+	return s
+}
+
+// awaitTERM waits up to 10 s for s to be ended by SIGTERM.
+func awaitTERM(t *testing.T, s *sleeper) {
+	t.Helper()
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("pid %d was not stopped", s.cmd.Process.Pid)
+	}
+	ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("pid %d ended with %v, not SIGTERM", s.cmd.Process.Pid, s.cmd.ProcessState)
+	}
+}

@@ -7,6 +7,14 @@
 // The supervisor reads EOF and stops every group it still covers: SIGTERM, up to [Config.Grace]
 // to exit, then SIGKILL. The same EOF after a clean release, with nothing covered, kills nothing.
 //
+// On Linux a supervisor the [Client] starts does not wait for EOF, which comes only once the
+// kernel has torn down the dying owner's memory: it waits on a word of a page it shares with the
+// owner ($EnvDeath), which the kernel marks FUTEX_OWNER_DIED at the start of the owner's exit
+// (the word lies in the robust futex list of an owner's thread that ends only with the process).
+// It then reads the lines already in its pipe and sends SIGTERM at once; a line that arrives
+// later still counts (a scope it covers gets SIGTERM on arrival), and EOF, or the grace, ends the
+// reading.
+//
 // The wire protocol (ASCII lines of at most [MaxLine] bytes counting the newline):
 //
 //	register <pgid>                  cover a group (legacy form, as in the Hermes supervisor)

@@ -34,12 +34,14 @@ func init() {
 // own redirections: the lifeline goes through fd 3.)
 const scopeTree = `exec 3<&0; cat <&3 3<&- & echo $! $$; exec cat 3<&-`
 
-// helperBenchOwner owns args[0] scopes, each a scopeTree, prints "ready" and waits to be killed.
+// helperBenchOwner owns args[0] scopes, each a scopeTree (its ledger at args[1]), holds a
+// ballast of args[2] MiB when given (see ballast), prints "ready" and waits to be killed.
 // Its fd 3 is the write end of a pipe that only it holds: the benchmark sees its end when the
 // kernel closes the dying owner's files, as its supervisor sees the end of its own pipe.
 func helperBenchOwner(args []string) int {
 	syscall.CloseOnExec(3)
 	n, _ := strconv.Atoi(args[0])
+	ballast(args[2:])
 	o := &custody.Owner{Ledger: ledger.Open(args[1]), Supervisor: &supervise.Client{Grace: 3 * time.Second}}
 	for range n {
 		cmd := exec.Command("sh", "-c", scopeTree)
@@ -53,13 +55,15 @@ func helperBenchOwner(args []string) int {
 	select {}
 }
 
-// helperPlainOwner starts args[0] scopeTrees as a plain Go program would (os/exec, each in a
+// helperPlainOwner starts args[0] scopeTrees (with a ballast of args[1] MiB when given) as a
+// plain Go program would (os/exec, each in a
 // process group: no ledger, no scope, no supervisor), prints "ready" and waits to be killed. It
 // does not wait for them (a thread per child blocked in waitid would slow its death). Its fd 3
 // is the lifeline's write end, as helperBenchOwner's.
 func helperPlainOwner(args []string) int {
 	syscall.CloseOnExec(3)
 	n, _ := strconv.Atoi(args[0])
+	ballast(args[1:])
 	for range n {
 		cmd := exec.Command("sh", "-c", scopeTree)
 		cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
@@ -73,12 +77,28 @@ func helperPlainOwner(args []string) int {
 	select {}
 }
 
+// ballast gives the process args[0] MiB of memory it has touched (none without args), as a real
+// owner has: a program's death takes longer the more memory the kernel has to tear down before
+// it closes the program's files.
+func ballast(args []string) {
+	if len(args) == 0 {
+		return
+	}
+	mib, _ := strconv.Atoi(args[0])
+	if mib > 0 {
+		// Populated at once: touching each page would cost a fault each, seconds per owner.
+		unix.Mmap(-1, 0, mib<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	}
+}
+
 // BenchmarkOwnerDeathScopes measures the time from an owner's SIGKILL to the exit of every process
 // in N scopes, each a child with a grandchild (a shell that starts a cat and becomes a cat), as
 // pidfds report the exits. It runs per containment: cgroup (the supervisor SIGTERMs each cgroup's
 // members through pidfds, waits on cgroup.events, then cgroup.kill) and process-group (the
 // supervisor SIGTERMs each group); each also reports owner-eof-p50-ms, when the kernel had
-// closed the dying owner's files (what its supervisor waits for). The floors:
+// closed the dying owner's files (what a supervisor without the death word waits for; on Linux
+// the supervisor acts at the start of the death, and the owner's own end can come after its
+// scopes' last exit, which alone p50-ms times). The floors:
 //   - baseline=direct-kill: the benchmark starts the same trees itself, each in a process group,
 //     and SIGTERMs the groups itself (no owner, no supervisor, no identity check);
 //   - baseline=direct-kill-in-cgroups: the same, each tree born in a cgroup of its own, so that
@@ -93,12 +113,17 @@ func helperPlainOwner(args []string) int {
 //     death at no cost at all could: the same plain program is SIGKILLed and, straight after,
 //     each group SIGTERMed, while the program's death goes on beside the trees' exits on the same
 //     CPUs. What an owned run does beyond this floor is custody's.
+//
+// The owners above hold little memory (a few MiB). At 20 scopes it runs again with owners that
+// hold 64 MiB they have touched (owner-heap=64MiB: the owned runs and the two combined floors), as
+// programs that own helpers often do: their death takes longer, and a supervisor that waits for
+// the owner's files to close waits for all of it.
 func BenchmarkOwnerDeathScopes(b *testing.B) {
 	for _, n := range []int{20, 1000} {
 		for _, c := range containments() {
 			b.Run(fmt.Sprintf("scopes=%d/containment=%s", n, c), func(b *testing.B) {
 				b.Setenv(scope.EnvContainment, c)
-				benchScopesDeath(b, n)
+				benchScopesDeath(b, n, 0)
 			})
 		}
 		b.Run(fmt.Sprintf("scopes=%d/baseline=direct-kill", n), func(b *testing.B) { benchScopesDirect(b, n, false) })
@@ -106,14 +131,24 @@ func BenchmarkOwnerDeathScopes(b *testing.B) {
 			b.Run(fmt.Sprintf("scopes=%d/baseline=direct-kill-in-cgroups", n), func(b *testing.B) { benchScopesDirect(b, n, true) })
 		}
 		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death", n), benchOwnerDeath)
-		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n, true) })
-		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-kill+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n, false) })
+		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n, true, 0) })
+		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-kill+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n, false, 0) })
 	}
+	const heap = 64
+	for _, c := range containments() {
+		b.Run(fmt.Sprintf("scopes=20/owner-heap=%dMiB/containment=%s", heap, c), func(b *testing.B) {
+			b.Setenv(scope.EnvContainment, c)
+			benchScopesDeath(b, 20, heap)
+		})
+	}
+	b.Run(fmt.Sprintf("scopes=20/owner-heap=%dMiB/baseline=owner-death+direct-kill", heap), func(b *testing.B) { benchOwnerDeathDirect(b, 20, true, heap) })
+	b.Run(fmt.Sprintf("scopes=20/owner-heap=%dMiB/baseline=owner-kill+direct-kill", heap), func(b *testing.B) { benchOwnerDeathDirect(b, 20, false, heap) })
 }
 
 // benchOwnerDeathDirect is the combined floors: see BenchmarkOwnerDeathScopes. afterEOF waits
 // for the owner's files to close before the SIGTERMs; otherwise they follow its SIGKILL at once.
-func benchOwnerDeathDirect(b *testing.B, n int, afterEOF bool) {
+// The owner holds heap MiB.
+func benchOwnerDeathDirect(b *testing.B, n int, afterEOF bool, heap int) {
 	var ds, owner []time.Duration
 	b.StopTimer()
 	for range b.N {
@@ -121,7 +156,7 @@ func benchOwnerDeathDirect(b *testing.B, n int, afterEOF bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd, out, eof := startOwnerHelper(b, "bench-plain-owner", []string{strconv.Itoa(n)}, r)
+		cmd, out, eof := startOwnerHelper(b, "bench-plain-owner", []string{strconv.Itoa(n), strconv.Itoa(heap)}, r)
 		r.Close()
 		trees := readTrees(b, out, n, true)
 		x := watchExits(b, slices.Clone(trees))
@@ -166,7 +201,7 @@ func waitEOF(b *testing.B, fd int) {
 	}
 }
 
-func benchScopesDeath(b *testing.B, n int) {
+func benchScopesDeath(b *testing.B, n, heap int) {
 	var ds, owner []time.Duration
 	b.StopTimer()
 	for range b.N {
@@ -174,7 +209,7 @@ func benchScopesDeath(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd, out, eof := startBenchOwner(b, n, r)
+		cmd, out, eof := startBenchOwner(b, n, heap, r)
 		r.Close()
 		x := watchExits(b, append([]int{eof}, readTrees(b, out, n, true)...))
 		b.StartTimer()
@@ -182,7 +217,9 @@ func benchScopesDeath(b *testing.B, n int) {
 		cmd.Process.Kill()
 		exits := x.wait(b, start)
 		b.StopTimer()
-		ds, owner = append(ds, slices.Max(exits)), append(owner, exits[0])
+		// The scopes' last exit: the owner's own end may come after it (its supervisor acts at
+		// the start of its death), and is reported on its own.
+		ds, owner = append(ds, slices.Max(exits[1:])), append(owner, exits[0])
 		cmd.Wait()
 		w.Close()
 	}
@@ -190,10 +227,10 @@ func benchScopesDeath(b *testing.B, n int) {
 	b.ReportMetric(float64(median(owner))/1e6, "owner-eof-p50-ms")
 }
 
-// startBenchOwner starts the owner helper with n scopes and the lifeline as its stdin. It returns
+// startBenchOwner starts the owner helper with n scopes, heap MiB and the lifeline as its stdin. It returns
 // its stdout unread, and the read end of the pipe whose write end only the owner holds.
-func startBenchOwner(b *testing.B, n int, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
-	return startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json"}, lifeline)
+func startBenchOwner(b *testing.B, n, heap int, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
+	return startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}, lifeline)
 }
 
 // startOwnerHelper is startBenchOwner for the named owner helper and its arguments.
@@ -228,7 +265,7 @@ func benchOwnerDeath(b *testing.B) {
 	var ds []time.Duration
 	b.StopTimer()
 	for range b.N {
-		cmd, out, eof := startBenchOwner(b, 0, nil)
+		cmd, out, eof := startBenchOwner(b, 0, 0, nil)
 		x := watchExits(b, append([]int{eof, pidfd(b, cmd.Process.Pid)}, readTrees(b, out, 0, true)...))
 		b.StartTimer()
 		start := time.Now()

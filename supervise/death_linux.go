@@ -119,9 +119,9 @@ func (p *deathPage) hold(held chan<- bool) {
 	}
 	p.tid = tid
 	held <- true
-	for {
-		unix.Pause() // returns on each signal this thread handles
-	}
+	// Parked, not blocked in a system call: the runtime hands the goroutine's P on at once, and
+	// the thread sleeps, locked to it, for good.
+	select {}
 }
 
 func (p *deathPage) word(off int) *uint32 { return (*uint32)(unsafe.Pointer(&p.mem[off])) }

@@ -73,3 +73,13 @@ func snapshotRows(rows []Row) ([]Row, error) {
 	}
 	return rows, nil
 }
+
+// keepDecoded decodes s's rows from kept on as a read decodes them (see snapshotRows) and keeps
+// s as the handle's snapshot.
+func (l *Ledger) keepDecoded(s *snapshot, kept int) {
+	if _, err := snapshotRows(s.rows[kept:]); err != nil { // cannot happen: the rows were just encoded
+		s.release()
+		return
+	}
+	l.keepSnapshot(s)
+}

@@ -144,10 +144,11 @@ func (l *Ledger) afterWrite() {
 }
 
 // background finishes a start's append off the start's path, in one goroutine: it unlocks, closes
-// the replaced file (see releaseReplaced) and makes and fills the next spare. One goroutine rather
-// than one for each: on a machine with few CPUs, each goroutine started where a CPU idles wakes a
-// thread, which costs the starter microseconds.
-func (l *Ledger) background(unlock func(), replaced *os.File) {
+// the replaced file (see releaseReplaced), decodes and keeps the new snapshot (when snap is not
+// nil, from its row kept on: see Txn.finish) and makes and fills the next spare. One goroutine
+// rather than one for each: on a machine with few CPUs, each goroutine started where a CPU idles
+// wakes a thread, which costs the starter microseconds.
+func (l *Ledger) background(unlock func(), replaced *os.File, snap *snapshot, kept int) {
 	done := make(chan struct{})
 	l.mu.Lock()
 	l.tail = done
@@ -157,6 +158,9 @@ func (l *Ledger) background(unlock func(), replaced *os.File) {
 		unlock()
 		if replaced != nil {
 			replaced.Close()
+		}
+		if snap != nil {
+			l.keepDecoded(snap, kept)
 		}
 		l.refillSpare()
 		l.fillSpare()

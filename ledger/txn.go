@@ -30,8 +30,11 @@ type Txn struct {
 	// prewritten reports that the temporary file already holds the opening of the array and the
 	// kept rows (see beginAppend).
 	prewritten bool
-	// deferRelease leaves the replaced file to the caller of finish (Append's background).
+	// deferRelease leaves the replaced file, and the new snapshot's decoding, to the caller of
+	// finish (Append's background).
 	deferRelease bool
+	snap         *snapshot // the snapshot finish left undecoded from its row snapKept on
+	snapKept     int
 }
 
 // rowRoom is the room a write reserves for a row beyond the ledger's current size: rows run to
@@ -303,8 +306,8 @@ func (tx *Txn) Append(row Row) (Report, error) {
 		// the next spare) is done in the background, in one goroutine. The handle's next
 		// transaction waits for it before it locks (see lockTxn), rather than finding the lock
 		// held by its own past.
-		tx.l.background(tx.unlock, tx.old)
-		tx.unlock, tx.old = nil, nil
+		tx.l.background(tx.unlock, tx.old, tx.snap, tx.snapKept)
+		tx.unlock, tx.old, tx.snap = nil, nil, nil
 		backgrounded = true
 		return tx.rep, nil
 	}
@@ -333,6 +336,7 @@ func (tx *Txn) hasPID(pid int) bool {
 // and keeps the new one, with rows, as the handle's snapshot where files may be held. The first
 // kept rows are known to be as a read decodes them (a start's kept rows): only the others are
 // looked at for the snapshot, which at 100 rows spares a pass over some 36 KB of cold rows.
+// With deferRelease, both are left to the caller: the snapshot, not yet decoded, in tx.snap.
 func (tx *Txn) finish(tmp *os.File, rows []Row, kept int, write func(io.Writer) error) error {
 	fi, err := finishTemp(tmp, tx.l.path, write, holdFiles, func() error { return checkUnchanged(tx.l.path, tx.read) })
 	if err != nil {
@@ -345,11 +349,14 @@ func (tx *Txn) finish(tmp *os.File, rows []Row, kept int, write func(io.Writer) 
 	if !holdFiles {
 		return nil
 	}
-	if _, err = snapshotRows(rows[kept:]); err != nil { // cannot happen: the rows were just encoded
-		closeHeld(tmp)
+	s := &snapshot{file: tmp, fi: fi, buf: tx.buf, rows: rows}
+	tx.buf, tx.rows = nil, nil // the snapshot's now
+	if tx.deferRelease {
+		// A start's append: decoding its row again for the snapshot (some 7 µs) is no part of
+		// the start. The handle's next transaction waits for the background that does it.
+		tx.snap, tx.snapKept = s, kept
 		return nil
 	}
-	tx.l.keepSnapshot(&snapshot{file: tmp, fi: fi, buf: tx.buf, rows: rows})
-	tx.buf, tx.rows = nil, nil // the snapshot's now
+	tx.l.keepDecoded(s, kept)
 	return nil
 }

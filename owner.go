@@ -186,7 +186,17 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 			return nil, fmt.Errorf("custody: start %s: %w", path, err)
 		}
 	}
+	// On the cgroup path the child's start is read from the clock around its fork rather than from
+	// /proc after it, where it can be (see procid.Span): a read of /proc/PID/stat costs the start
+	// 15 µs here, two readings of the clock 1 µs.
+	var born procid.Span
+	if cg != "" {
+		born = procid.BeginSpan()
+	}
 	err = cmd.Start()
+	if cg != "" {
+		born.End()
+	}
 	cmd.Path = path // the gate's executable was the means, not the command
 	g.started()
 	if err != nil {
@@ -196,7 +206,7 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 		scope.Abandon(cmd)
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
-	c, err = o.adopt(ctx, cmd, w, g, cg != "", purpose, opts)
+	c, err = o.adopt(ctx, cmd, w, g, born, cg != "", purpose, opts)
 	if err != nil {
 		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
 	}
@@ -209,8 +219,8 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 // adopt takes custody of cmd's started child: its scope, its coverage, its handle and its row.
 // On error it has killed the child's scope, reaped it and ended the ledger write. inCgroup says
 // that the child was born in a cgroup already covered; g, when not nil, is the child's gate, opened
-// once the child is covered.
-func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate, inCgroup bool, purpose string, opts StartOptions) (_ *Child, err error) {
+// once the child is covered; born brackets the child's fork.
+func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate, born procid.Span, inCgroup bool, purpose string, opts StartOptions) (_ *Child, err error) {
 	// Not a named result: "return nil, err" would zero it before the deferred abort reads it.
 	c := &Child{cmd: cmd, owner: o, done: make(chan struct{}), adopted: make(chan struct{})}
 	defer func() {
@@ -225,7 +235,7 @@ func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate
 		close(c.adopted)
 	}()
 	cg := scope.PreparedCgroup(cmd)
-	c.scope, err = scope.Attach(cmd)
+	c.scope, err = scope.AttachWithin(cmd, born)
 	if c.scope == nil {
 		o.uncoverPrepared(cg) // Attach killed the child and removed its cgroup
 	} else {

@@ -144,11 +144,17 @@ func prepareCmd(cmd *exec.Cmd, sharedConsole bool, r *Reservation) error {
 // When Attach fails, it has killed the child (on Unix its whole group, when the group was made),
 // so no unowned child is left; the caller still waits for cmd to reap it. A command started
 // without Prepare fails with an error wrapping [ErrNotPrepared].
-func Attach(cmd *exec.Cmd) (*Scope, error) {
+func Attach(cmd *exec.Cmd) (*Scope, error) { return AttachWithin(cmd, procid.Span{}) }
+
+// AttachWithin is [Attach] for a child that cmd.Start forked within born (see [procid.Span]). In a
+// cgroup, where born tells the child's start, the child is not read from /proc: its PID and its
+// start are known, and its pidfs id comes from the pidfd Go took at spawn. In a process group the
+// child is read as Attach reads it, to check that it still leads its group.
+func AttachWithin(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
 	if cmd.Process == nil {
 		return nil, fmt.Errorf("scope: attach %s: not started", cmd.Path)
 	}
-	s, err := attach(cmd)
+	s, err := attach(cmd, born)
 	if err != nil {
 		abort(cmd)
 		return nil, err

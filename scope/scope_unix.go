@@ -59,13 +59,13 @@ func prepared(cmd *exec.Cmd) bool {
 	return a != nil && a.Pgid == 0 && (a.Setpgid || a.Setsid)
 }
 
-func attach(cmd *exec.Cmd) (*Scope, error) {
+func attach(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
 	pid := cmd.Process.Pid
 	cg := takeCgroup(cmd)
 	if !prepared(cmd) {
 		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, ErrNotPrepared)
 	}
-	s, err := attachGroup(cmd, cg == nil)
+	s, err := attachGroup(cmd, cg == nil, born)
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +74,16 @@ func attach(cmd *exec.Cmd) (*Scope, error) {
 }
 
 // attachGroup records the child's group. strict refuses a child that already left it, when the
-// group is the scope; in a cgroup the group only serves job control, and the child may leave it.
-func attachGroup(cmd *exec.Cmd, strict bool) (*Scope, error) {
+// group is the scope; in a cgroup the group only serves job control, and the child may leave it,
+// and its start is taken from born when born tells it.
+func attachGroup(cmd *exec.Cmd, strict bool, born procid.Span) (*Scope, error) {
 	pid := cmd.Process.Pid
 	leader := procid.ID{PID: pid}
+	if start, ok := born.Start(); ok && !strict {
+		// Known without a read of /proc: the kernel set it during the fork born brackets.
+		leader.Start = start
+		return leaderScope(cmd, leader), nil
+	}
 	// ReadChild reads a zombie too: a child that already exited is unreaped until the caller
 	// waits for it, so its PID, its start and its group are still its own. Proving it lets the
 	// caller cover and stop what it left in its scope; with Read, a child quick to exit left no
@@ -95,6 +101,11 @@ func attachGroup(cmd *exec.Cmd, strict bool) (*Scope, error) {
 	default:
 		leader = inc.ID
 	}
+	return leaderScope(cmd, leader), nil
+}
+
+// leaderScope makes the scope of the group cmd's child leads, leader its identity so far.
+func leaderScope(cmd *exec.Cmd, leader procid.ID) *Scope {
 	// From the pidfd Go took at spawn: the leader's PID can be recycled once it is reaped, within
 	// the tick it started in, and only this id tells that stranger apart (Linux 6.9+).
 	leader.PidfdID, _ = procid.HandleID(cmd.Process)
@@ -102,7 +113,7 @@ func attachGroup(cmd *exec.Cmd, strict bool) (*Scope, error) {
 	// closed when it is waited for, and from then on only a pidfd ties the group to its leader.
 	g := checkedGroup(leader)
 	g.fd = takeLeader(cmd.Process)
-	return groupScope(g), nil
+	return groupScope(g)
 }
 
 func groupScope(g *group) *Scope { return &Scope{leader: g.leader, sys: sysScope{group: g}} }

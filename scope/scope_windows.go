@@ -60,7 +60,7 @@ func prepare(cmd *exec.Cmd, sharedConsole bool, _ *Reservation) error {
 	return nil
 }
 
-func attach(cmd *exec.Cmd) (s *Scope, err error) {
+func attach(cmd *exec.Cmd, _ procid.Span) (s *Scope, err error) {
 	pid := cmd.Process.Pid
 	if a := cmd.SysProcAttr; a == nil || a.CreationFlags&windows.CREATE_SUSPENDED == 0 {
 		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, ErrNotPrepared)

@@ -1,0 +1,41 @@
+package custody_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/stop"
+)
+
+// TestStartIdentity: on the cgroup path an owned child's start is taken from the clock around its
+// fork, not read from /proc (see procid.Span). For each of many children, started one after
+// another as an owner starts them (the spare's path from the second on), the start Start reports
+// and the row records is the one /proc/PID/stat shows.
+func TestStartIdentity(t *testing.T) {
+	requireCgroups(t)
+	o := newOwner(t)
+	ctx := context.Background()
+	for i := range 30 {
+		c, _ := start(t, o, custody.StartOptions{})
+		inc, err := procid.Read(c.ID.PID) // the worker runs until its stdin closes
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ID.Start != inc.Start {
+			t.Errorf("start %d: pid %d: Start says start %d, /proc shows %d", i, c.ID.PID, c.ID.Start, inc.Start)
+		}
+		rows, err := o.Ledger.Rows(ctx)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("start %d: rows %v, %v", i, rows, err)
+		}
+		if r := rows[0]; r.PID != inc.PID || r.StartTicks == nil || *r.StartTicks != inc.Start {
+			t.Errorf("start %d: row names pid %d start %v, /proc shows %d start %d", i, r.PID, r.StartTicks, inc.PID, inc.Start)
+		}
+		if res := c.Stop(ctx, stop.Options{Grace: time.Second}); res.Outcome != stop.Exited {
+			t.Fatalf("start %d: stop: %+v", i, res)
+		}
+	}
+}

@@ -54,6 +54,7 @@ type Ledger struct {
 	noSpare      bool // the directory cannot have one
 
 	tail chan struct{} // closed when the last append's background has ended (see background)
+	held *heldLock     // the lock file kept open between transactions, when no transaction has it
 }
 
 // Open returns a handle on the ledger at path (see [Resolve]). It touches nothing on disk.
@@ -67,6 +68,11 @@ func (l *Ledger) Close() error {
 		s.release()
 	}
 	l.closeSpare()
+	l.mu.Lock()
+	h := l.held
+	l.held = nil
+	l.mu.Unlock()
+	h.close()
 	return nil
 }
 

@@ -56,27 +56,35 @@ func lockAs(ctx context.Context, path string, timeout time.Duration, shared bool
 	if shared {
 		try = fl.TryRLock
 	}
+	if err := pollLock(ctx, path, timeout, try); err != nil {
+		fl.Close()
+		return nil, err
+	}
+	return checkLocked(fl)
+}
+
+// pollLock calls try, which attempts the lock without waiting, with a short backoff until it
+// succeeds, fails, timeout passes (a *LockedError) or ctx ends.
+func pollLock(ctx context.Context, path string, timeout time.Duration, try func() (bool, error)) error {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	delay := 100 * time.Microsecond
 	for {
 		ok, err := try()
 		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return fmt.Errorf("lock %s: %w", path, err)
 		}
 		if ok {
-			return checkLocked(fl)
+			return nil
 		}
 		if !time.Now().Before(deadline) {
-			fl.Close()
-			return nil, lockedError(path, time.Since(start))
+			return lockedError(path, time.Since(start))
 		}
 		t := time.NewTimer(min(delay, time.Until(deadline)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			fl.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+			return fmt.Errorf("lock %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
 		delay = min(delay*2, time.Millisecond)

@@ -51,6 +51,9 @@ func StateDir() (string, error) {
 // existing directory the user chose keeps its mode.
 func prepareDir(path string) error {
 	dir := filepath.Dir(path)
+	if exists, err := checkDirExists(dir, true); err != nil || exists {
+		return err
+	}
 	missing := []string{}
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil || !errors.Is(err, os.ErrNotExist) || filepath.Dir(d) == d {

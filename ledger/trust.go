@@ -56,29 +56,33 @@ func checkTrust(path string) error {
 	if err := checkDir(filepath.Dir(path), true); err != nil {
 		return err
 	}
-	return checkFiles(path)
+	_, err := checkFiles(path)
+	return err
 }
 
-// checkFiles checks the ledger and its lock by lstat, where they exist, and the ledger's size.
-func checkFiles(path string) error {
+// checkFiles checks the ledger and its lock by lstat, where they exist, and the ledger's size. It
+// returns what lstat said of the lock, nil when there is none yet.
+func checkFiles(path string) (lockInfo fs.FileInfo, err error) {
 	for _, p := range []string{path, path + ".lock"} {
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("ledger: %w", err)
+			return nil, fmt.Errorf("ledger: %w", err)
 		}
 		if err := checkFileInfo(p, fi); err != nil {
-			return err
+			return nil, err
 		}
 		if p == path {
 			if err := checkSize(p, fi.Size()); err != nil {
-				return err
+				return nil, err
 			}
+		} else {
+			lockInfo = fi
 		}
 	}
-	return nil
+	return lockInfo, nil
 }
 
 // checkFileInfo applies the rules for the ledger and its lock to one file's metadata, from lstat

@@ -41,49 +41,56 @@ func fileOwner(fi fs.FileInfo) int { return int(fi.Sys().(*syscall.Stat_t).Uid) 
 // final says whether dir is the ledger's own directory, which nobody else may write even with the
 // sticky bit. A directory that does not exist yet is no hazard: the check stops there.
 func checkDir(dir string, final bool) error {
-	dir, err := filepath.Abs(dir)
+	_, err := checkDirExists(dir, final)
+	return err
+}
+
+// checkDirExists is checkDir, and also reports whether dir exists: the check lstats every
+// directory on the way, so a caller that must make a missing one need not look again.
+func checkDirExists(dir string, final bool) (exists bool, err error) {
+	dir, err = filepath.Abs(dir)
 	if err != nil {
-		return fmt.Errorf("ledger directory: %w", err)
+		return false, fmt.Errorf("ledger directory: %w", err)
 	}
-	linked, err := walkDir(dir, final)
+	linked, exists, err := walkDir(dir, final)
 	if err != nil || !linked {
-		return err
+		return exists, err
 	}
 	// The kernel resolved those links: check the directories they lead to as well.
 	real, err := filepath.EvalSymlinks(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("ledger directory: %w", err)
+		return false, fmt.Errorf("ledger directory: %w", err)
 	}
-	if linked, err = walkDir(real, final); err == nil && linked {
+	if linked, exists, err = walkDir(real, final); err == nil && linked {
 		err = &TrustError{Path: dir, Reason: "its symbolic links changed while being checked"}
 	}
-	return err
+	return exists, err
 }
 
 // walkDir checks each component of the absolute path dir with lstat, from the root down, and
-// reports whether one was a symbolic link.
-func walkDir(dir string, final bool) (linked bool, err error) {
+// reports whether one was a symbolic link, and whether all of them exist.
+func walkDir(dir string, final bool) (linked, exists bool, err error) {
 	p := "/"
 	parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
 	for i, name := range parts {
 		p = filepath.Join(p, name)
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
-			return linked, nil
+			return linked, false, nil
 		}
 		if err != nil {
-			return linked, fmt.Errorf("ledger directory: %w", err)
+			return linked, false, fmt.Errorf("ledger directory: %w", err)
 		}
 		isLink, err := checkDirInfo(p, fi, final && i == len(parts)-1)
 		if err != nil {
-			return linked, err
+			return linked, false, err
 		}
 		linked = linked || isLink
 	}
-	return linked, nil
+	return linked, true, nil
 }
 
 // checkDirInfo checks one component of the ledger directory's path.

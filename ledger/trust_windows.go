@@ -1,6 +1,9 @@
 package ledger
 
-import "io/fs"
+import (
+	"io/fs"
+	"os"
+)
 
 // openFlags adds nothing on Windows: there is no O_NOFOLLOW, and a named pipe is not a file in
 // a directory. The kinds of file are checked by lstat before each open (see [Ledger.Trust]).
@@ -15,3 +18,9 @@ func fileOwner(fs.FileInfo) int { return -1 }
 
 // checkDir checks nothing on Windows (see checkFileOwner).
 func checkDir(string, bool) error { return nil }
+
+// checkDirExists checks nothing on Windows either, and reports whether dir exists.
+func checkDirExists(dir string, _ bool) (bool, error) {
+	_, err := os.Lstat(dir)
+	return err == nil, nil
+}

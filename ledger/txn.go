@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,10 +59,11 @@ func (l *Ledger) lockTxn(ctx context.Context) (*Txn, error) {
 	if err := prepareDir(l.path); err != nil {
 		return nil, err
 	}
-	if err := checkFiles(l.path); err != nil {
+	lockInfo, err := checkFiles(l.path)
+	if err != nil {
 		return nil, err
 	}
-	unlock, err := lock(ctx, l.path+".lock", cmp.Or(l.LockTimeout, DefaultLockTimeout))
+	unlock, err := l.lockHeld(ctx, lockInfo)
 	if err != nil {
 		return nil, err
 	}

@@ -1,15 +1,12 @@
 package supervise_test
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/internal/testproc"
-	"github.com/custody-dev/custody/procid"
 )
 
 // TestOwnerDeathBeforeEOF: the supervisor stops its owner's scopes when the owner begins to die,
@@ -25,7 +22,7 @@ func TestOwnerDeathBeforeEOF(t *testing.T) {
 	ids := readyIDs(t, o.call("spawn child 1 -grandchild"))
 	ids = append(ids, readyIDs(t, o.call("spawn child 1 -ignore-term"))...)
 	sup := supID(t, o.call("sup"))
-	leak := leakID(t, o.call("leak"))
+	leak := namedID(t, o.call("leak"), "leak")
 	pidfd, err := unix.PidfdOpen(leak.PID, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -46,18 +43,4 @@ func TestOwnerDeathBeforeEOF(t *testing.T) {
 	}
 	testproc.WaitFor(t, grace+5*time.Second, func() error { return allGone(sup) })
 	settle(t, append(ids, sup)...)
-}
-
-// leakID parses "leak <pid> <start>".
-func leakID(tb testing.TB, lines []string) procid.ID {
-	tb.Helper()
-	for _, l := range lines {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "leak" {
-			pid, _ := strconv.Atoi(f[1])
-			start, _ := strconv.ParseUint(f[2], 10, 64)
-			return procid.ID{PID: pid, Start: start}
-		}
-	}
-	tb.Fatalf("no leak line in %q", lines)
-	return procid.ID{}
 }

@@ -224,15 +224,21 @@ func readyIDs(tb testing.TB, lines []string) []procid.ID {
 // supID parses "sup <pid> <start>" from an owner's answer.
 func supID(tb testing.TB, lines []string) procid.ID {
 	tb.Helper()
+	return namedID(tb, lines, "sup")
+}
+
+// namedID parses "<name> <pid> <start>" from an owner's answer.
+func namedID(tb testing.TB, lines []string, name string) procid.ID {
+	tb.Helper()
 	for _, l := range lines {
 		f := strings.Fields(l)
-		if len(f) == 3 && f[0] == "sup" {
+		if len(f) == 3 && f[0] == name {
 			pid, _ := strconv.Atoi(f[1])
 			start, _ := strconv.ParseUint(f[2], 10, 64)
 			return procid.ID{PID: pid, Start: start}
 		}
 	}
-	tb.Fatalf("no sup line in %q", lines)
+	tb.Fatalf("no %s line in %q", name, lines)
 	return procid.ID{}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -282,6 +283,7 @@ func benchOwnerDeath(b *testing.B) {
 // process has exited.
 func benchScopesDirect(b *testing.B, n int, inCgroups bool) {
 	var ds []time.Duration
+	cleaned := false
 	b.StopTimer()
 	for range b.N {
 		r, w, err := os.Pipe()
@@ -321,6 +323,10 @@ func benchScopesDirect(b *testing.B, n int, inCgroups bool) {
 		for _, s := range scopes {
 			s.Close()
 		}
+		if len(scopes) > 0 && !cleaned {
+			b.Cleanup(func() { removeOwnerDir(scopes[0]) })
+			cleaned = true
+		}
 		w.Close()
 		pr.Close()
 	}
@@ -344,6 +350,14 @@ func startInCgroup(b *testing.B, cmd *exec.Cmd) *scope.Scope {
 		b.Fatalf("%v is not a cgroup", s)
 	}
 	return s
+}
+
+// removeOwnerDir removes the owner directory of a closed cgroup scope this process made: with no
+// supervisor here to remove it once its owner is gone, it would be left for a reap.
+func removeOwnerDir(s *scope.Scope) {
+	if _, where, _ := scope.Containment(); where != "" {
+		os.Remove(filepath.Join(where, filepath.Base(filepath.Dir(s.Desc().Cgroup))))
+	}
 }
 
 // readTrees reads n "<grandchild> <child>" lines (and "ready" when owned) and opens a pidfd on each

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"time"
 
@@ -127,6 +128,12 @@ func readOwner(in io.Reader, lines chan<- stdinEvent, done <-chan struct{}) {
 		}
 		if err != nil && err != errLong && err != errDying {
 			return
+		}
+		if err == errDying {
+			// The receiver must stop the scopes now: on the supervisor's one P it runs only
+			// once this goroutine parks, and its next read (which arms the dying reader's wait)
+			// would come first.
+			runtime.Gosched()
 		}
 	}
 }

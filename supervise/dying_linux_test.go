@@ -87,3 +87,37 @@ func awaitTERM(t *testing.T, s *sleeper) {
 		t.Fatalf("pid %d ended with %v, not SIGTERM", s.cmd.Process.Pid, s.cmd.ProcessState)
 	}
 }
+
+// TestDyingEndsWhileThePipeStaysOpen tells the owner's death while a copy of the pipe's write end
+// stays open (as a leaked one would): the supervisor's loop must still end once the dying
+// reader's wait has passed, after the group registered before the death was sent SIGTERM.
+func TestDyingEndsWhileThePipeStaysOpen(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	dr, err := newDyingReader(int(r.Fd()), 200*time.Millisecond)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSleep(t)
+	inc, err := procid.Read(s.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(w, "register %d %d %d\n", inc.PID, inc.PID, inc.Start)
+	dr.dead()
+	served := make(chan error, 1)
+	go func() { served <- Serve(context.Background(), dr, Config{Grace: time.Minute}) }()
+	awaitTERM(t, s)
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not end while the pipe stayed open")
+	}
+}

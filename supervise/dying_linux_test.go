@@ -18,40 +18,60 @@ import (
 // registered by a line written after it (a dying thread's last write) must be sent it on
 // arrival; and the pipe's end must end the loop.
 func TestDyingStopsBeforeEOF(t *testing.T) {
+	w, dr := dyingPipe(t, time.Minute)
+	first := startSleep(t)
+	register(t, w, first)
+	dr.dead()
+	served := serveDying(dr)
+	awaitTERM(t, first)
+	second := startSleep(t)
+	register(t, w, second)
+	awaitTERM(t, second)
+	w.Close()
+	awaitServed(t, served, "the loop did not end at the pipe's end")
+}
+
+// dyingPipe makes the owner's pipe, read through a dyingReader whose wait after the death is
+// wait; the test holds the write end (closed when it ends).
+func dyingPipe(t *testing.T, wait time.Duration) (*os.File, *dyingReader) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	dr, err := newDyingReader(int(r.Fd()), time.Minute)
+	t.Cleanup(func() { w.Close() })
+	dr, err := newDyingReader(int(r.Fd()), wait)
 	r.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	register := func(s *sleeper) {
-		inc, err := procid.Read(s.cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(w, "register %d %d %d\n", inc.PID, inc.PID, inc.Start)
+	return w, dr
+}
+
+// register writes the line that covers the sleeper's group, bound to its start.
+func register(t *testing.T, w *os.File, s *sleeper) {
+	inc, err := procid.Read(s.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	first := startSleep(t)
-	register(first)
-	dr.dead()
+	fmt.Fprintf(w, "register %d %d %d\n", inc.PID, inc.PID, inc.Start)
+}
+
+// serveDying runs the supervisor's loop on dr and returns where its end is told.
+func serveDying(dr *dyingReader) <-chan error {
 	served := make(chan error, 1)
 	go func() { served <- Serve(context.Background(), dr, Config{Grace: time.Minute}) }()
-	awaitTERM(t, first)
-	second := startSleep(t)
-	register(second)
-	awaitTERM(t, second)
-	w.Close()
+	return served
+}
+
+// awaitServed waits for the loop to end without error, failing with stuck if it does not.
+func awaitServed(t *testing.T, served <-chan error, stuck string) {
 	select {
 	case err := <-served:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the loop did not end at the pipe's end")
+		t.Fatal(stuck)
 	}
 }
 
@@ -92,32 +112,11 @@ func awaitTERM(t *testing.T, s *sleeper) {
 // stays open (as a leaked one would): the supervisor's loop must still end once the dying
 // reader's wait has passed, after the group registered before the death was sent SIGTERM.
 func TestDyingEndsWhileThePipeStaysOpen(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	dr, err := newDyingReader(int(r.Fd()), 200*time.Millisecond)
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, dr := dyingPipe(t, 200*time.Millisecond)
 	s := startSleep(t)
-	inc, err := procid.Read(s.cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(w, "register %d %d %d\n", inc.PID, inc.PID, inc.Start)
+	register(t, w, s)
 	dr.dead()
-	served := make(chan error, 1)
-	go func() { served <- Serve(context.Background(), dr, Config{Grace: time.Minute}) }()
+	served := serveDying(dr)
 	awaitTERM(t, s)
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the loop did not end while the pipe stayed open")
-	}
+	awaitServed(t, served, "the loop did not end while the pipe stayed open")
 }

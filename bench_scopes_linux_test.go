@@ -115,6 +115,12 @@ func ballast(args []string) {
 //     each group SIGTERMed, while the program's death goes on beside the trees' exits on the same
 //     CPUs. What an owned run does beyond this floor is custody's.
 //
+// Those run one after the other, each its own sub-benchmark, and on a shared virtual machine the
+// floor of one minute is not the next minute's. scopes=N/interleaved (where cgroups can be had)
+// runs the owned deaths of both containments and the three floors that kill the same trees
+// themselves in one loop instead, each in turn, and reports each one's p50 and the cgroup path's
+// ratio over each of the others: the figures the targets are read from.
+//
 // The owners above hold little memory (a few MiB). At 20 scopes it runs again with owners that
 // hold 64 MiB they have touched (owner-heap=64MiB: the owned runs and the two combined floors), as
 // programs that own helpers often do: their death takes longer, and a supervisor that waits for
@@ -134,6 +140,9 @@ func BenchmarkOwnerDeathScopes(b *testing.B) {
 		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death", n), benchOwnerDeath)
 		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-death+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n, true, 0) })
 		b.Run(fmt.Sprintf("scopes=%d/baseline=owner-kill+direct-kill", n), func(b *testing.B) { benchOwnerDeathDirect(b, n, false, 0) })
+		if slices.Contains(containments(), scope.KindCgroup.Containment()) {
+			b.Run(fmt.Sprintf("scopes=%d/interleaved", n), func(b *testing.B) { benchScopesInterleaved(b, n) })
+		}
 	}
 	const heap = 64
 	for _, c := range containments() {
@@ -146,6 +155,46 @@ func BenchmarkOwnerDeathScopes(b *testing.B) {
 	b.Run(fmt.Sprintf("scopes=20/owner-heap=%dMiB/baseline=owner-kill+direct-kill", heap), func(b *testing.B) { benchOwnerDeathDirect(b, 20, false, heap) })
 }
 
+// benchScopesInterleaved runs the owned deaths of both containments and the three floors that
+// kill the same trees themselves in one loop, each death of an iteration in turn and each going
+// first in turn, as BenchmarkStart alternates its two starts: the sub-benchmarks above run one
+// after the other, and on a shared virtual machine the floor of one minute is not the next
+// minute's (the direct kill alone has ranged from 1.2 to 2.7 ms at 20 scopes between runs). It
+// reports each one's median and the cgroup path's over each of the others.
+func benchScopesInterleaved(b *testing.B, n int) {
+	type death struct {
+		name string
+		die  func() time.Duration
+		ds   []time.Duration
+	}
+	owned := func(c string) func() time.Duration {
+		return func() time.Duration { d, _ := ownedDeath(b, n, 0, c); return d }
+	}
+	deaths := []*death{
+		{name: "cgroup", die: owned(scope.KindCgroup.Containment())},
+		{name: "process-group", die: owned(scope.KindGroup.Containment())},
+		{name: "direct-kill", die: func() time.Duration { return directKill(b, n, false) }},
+		{name: "direct-kill-in-cgroups", die: func() time.Duration { return directKill(b, n, true) }},
+		{name: "owner-kill+direct-kill", die: func() time.Duration { d, _ := plainOwnerDeathDirect(b, n, false, 0); return d }},
+	}
+	b.StopTimer()
+	for i := range b.N {
+		for j := range deaths {
+			d := deaths[(i+j)%len(deaths)]
+			d.ds = append(d.ds, d.die())
+		}
+	}
+	cg := median(deaths[0].ds)
+	for _, d := range deaths {
+		m := median(d.ds)
+		b.ReportMetric(float64(m)/1e6, d.name+"-p50-ms")
+		if d != deaths[0] {
+			b.ReportMetric(float64(cg)/float64(m), "cgroup/"+d.name)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
 // benchOwnerDeathDirect is the combined floors: see BenchmarkOwnerDeathScopes. afterEOF waits
 // for the owner's files to close before the SIGTERMs; otherwise they follow its SIGKILL at once.
 // The owner holds heap MiB.
@@ -153,37 +202,45 @@ func benchOwnerDeathDirect(b *testing.B, n int, afterEOF bool, heap int) {
 	var ds, owner []time.Duration
 	b.StopTimer()
 	for range b.N {
-		r, w, err := os.Pipe() // the trees' lifeline
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd, out, eof := startOwnerHelper(b, "bench-plain-owner", []string{strconv.Itoa(n), strconv.Itoa(heap)}, r)
-		r.Close()
-		trees := readTrees(b, out, n, true)
-		x := watchExits(b, slices.Clone(trees))
-		b.StartTimer()
-		start := time.Now()
-		cmd.Process.Kill()
-		if afterEOF {
-			waitEOF(b, eof)
-			owner = append(owner, time.Since(start))
-		}
-		for i := 1; i < len(trees); i += 2 { // "<grandchild> <child>": each child leads its group
-			unix.PidfdSendSignal(trees[i], unix.SIGTERM, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP)
-		}
-		ds = append(ds, slices.Max(x.wait(b, start)))
-		if !afterEOF {
-			waitEOF(b, eof)
-		}
-		b.StopTimer()
-		unix.Close(eof)
-		cmd.Wait()
-		w.Close()
+		d, eof := plainOwnerDeathDirect(b, n, afterEOF, heap)
+		ds, owner = append(ds, d), append(owner, eof)
 	}
 	reportP50(b, ds)
 	if afterEOF {
 		b.ReportMetric(float64(median(owner))/1e6, "owner-eof-p50-ms")
 	}
+}
+
+// plainOwnerDeathDirect is one death of benchOwnerDeathDirect, timed (the benchmark's timer runs
+// around the kill only): the trees' last exit and when the owner's files closed.
+func plainOwnerDeathDirect(b *testing.B, n int, afterEOF bool, heap int) (last, owner time.Duration) {
+	r, w, err := os.Pipe() // the trees' lifeline
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	cmd, out, eof := startOwnerHelper(b, "bench-plain-owner", []string{strconv.Itoa(n), strconv.Itoa(heap)}, nil, r)
+	r.Close()
+	trees := readTrees(b, out, n, true)
+	x := watchExits(b, slices.Clone(trees))
+	b.StartTimer()
+	start := time.Now()
+	cmd.Process.Kill()
+	if afterEOF {
+		waitEOF(b, eof)
+		owner = time.Since(start)
+	}
+	for i := 1; i < len(trees); i += 2 { // "<grandchild> <child>": each child leads its group
+		unix.PidfdSendSignal(trees[i], unix.SIGTERM, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP)
+	}
+	last = slices.Max(x.wait(b, start))
+	if !afterEOF {
+		waitEOF(b, eof)
+	}
+	b.StopTimer()
+	unix.Close(eof)
+	cmd.Wait()
+	return last, owner
 }
 
 // waitEOF waits until the read end of a pipe reports its end.
@@ -206,42 +263,54 @@ func benchScopesDeath(b *testing.B, n, heap int) {
 	var ds, owner []time.Duration
 	b.StopTimer()
 	for range b.N {
-		r, w, err := os.Pipe() // the lifeline
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd, out, eof := startBenchOwner(b, n, heap, r)
-		r.Close()
-		x := watchExits(b, append([]int{eof}, readTrees(b, out, n, true)...))
-		b.StartTimer()
-		start := time.Now()
-		cmd.Process.Kill()
-		exits := x.wait(b, start)
-		b.StopTimer()
-		// The scopes' last exit: the owner's own end may come after it (its supervisor acts at
-		// the start of its death), and is reported on its own.
-		ds, owner = append(ds, slices.Max(exits[1:])), append(owner, exits[0])
-		cmd.Wait()
-		w.Close()
+		d, eof := ownedDeath(b, n, heap, "")
+		ds, owner = append(ds, d), append(owner, eof)
 	}
 	reportP50(b, ds)
 	b.ReportMetric(float64(median(owner))/1e6, "owner-eof-p50-ms")
 }
 
+// ownedDeath is one death of benchScopesDeath, its owner's scopes of the given containment (the
+// environment's when empty): the scopes' last exit, and when the owner's files closed. The owner's
+// own end may come after the scopes' last exit (its supervisor acts at the start of its death).
+func ownedDeath(b *testing.B, n, heap int, containment string) (last, owner time.Duration) {
+	r, w, err := os.Pipe() // the lifeline
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	var env []string
+	if containment != "" {
+		env = []string{scope.EnvContainment + "=" + containment}
+	}
+	cmd, out, eof := startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}, env, r)
+	r.Close()
+	x := watchExits(b, append([]int{eof}, readTrees(b, out, n, true)...))
+	b.StartTimer()
+	start := time.Now()
+	cmd.Process.Kill()
+	exits := x.wait(b, start)
+	b.StopTimer()
+	cmd.Wait()
+	return slices.Max(exits[1:]), exits[0]
+}
+
 // startBenchOwner starts the owner helper with n scopes, heap MiB and the lifeline as its stdin. It returns
 // its stdout unread, and the read end of the pipe whose write end only the owner holds.
 func startBenchOwner(b *testing.B, n, heap int, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
-	return startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}, lifeline)
+	return startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}, nil, lifeline)
 }
 
-// startOwnerHelper is startBenchOwner for the named owner helper and its arguments.
-func startOwnerHelper(b *testing.B, helper string, args []string, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
+// startOwnerHelper is startBenchOwner for the named owner helper and its arguments, with env
+// added to its environment.
+func startOwnerHelper(b *testing.B, helper string, args, env []string, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
 	cmd = testproc.Helper(b, helper, args...)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = lifeline, os.Stderr, []*os.File{w}
 	out, _ = cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -283,54 +352,59 @@ func benchOwnerDeath(b *testing.B) {
 // process has exited.
 func benchScopesDirect(b *testing.B, n int, inCgroups bool) {
 	var ds []time.Duration
-	cleaned := false
 	b.StopTimer()
 	for range b.N {
-		r, w, err := os.Pipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		var cmds []*exec.Cmd
-		var scopes []*scope.Scope
-		for range n {
-			cmd := exec.Command("sh", "-c", scopeTree)
-			cmd.Stdin, cmd.Stdout = r, pw
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if inCgroups {
-				scopes = append(scopes, startInCgroup(b, cmd))
-			} else if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-		}
-		pw.Close()
-		r.Close()
-		x := watchExits(b, readTrees(b, pr, n, false))
-		b.StartTimer()
-		start := time.Now()
-		for _, cmd := range cmds {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // our unreaped children: ids are stable
-		}
-		ds = append(ds, slices.Max(x.wait(b, start)))
-		b.StopTimer()
-		for _, cmd := range cmds {
-			cmd.Wait()
-		}
-		for _, s := range scopes {
-			s.Close()
-		}
-		if len(scopes) > 0 && !cleaned {
-			b.Cleanup(func() { removeOwnerDir(scopes[0]) })
-			cleaned = true
-		}
-		w.Close()
-		pr.Close()
+		ds = append(ds, directKill(b, n, inCgroups))
 	}
 	reportP50(b, ds)
+}
+
+// directKill is one kill of benchScopesDirect: the trees' last exit.
+func directKill(b *testing.B, n int, inCgroups bool) time.Duration {
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pr.Close()
+	var cmds []*exec.Cmd
+	var scopes []*scope.Scope
+	for range n {
+		cmd := exec.Command("sh", "-c", scopeTree)
+		cmd.Stdin, cmd.Stdout = r, pw
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if inCgroups {
+			scopes = append(scopes, startInCgroup(b, cmd))
+		} else if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	pw.Close()
+	r.Close()
+	x := watchExits(b, readTrees(b, pr, n, false))
+	b.StartTimer()
+	start := time.Now()
+	for _, cmd := range cmds {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // our unreaped children: ids are stable
+	}
+	last := slices.Max(x.wait(b, start))
+	b.StopTimer()
+	for _, cmd := range cmds {
+		cmd.Wait()
+	}
+	for _, s := range scopes {
+		s.Close()
+	}
+	if len(scopes) > 0 {
+		s := scopes[0]
+		b.Cleanup(func() { removeOwnerDir(s) }) // at the end: later kills make their cgroups in it
+	}
+	return last
 }
 
 // startInCgroup starts cmd in a cgroup scope of its own.

@@ -9,7 +9,8 @@ import "github.com/custody-dev/custody/scope"
 // one-shot owner (custody run) would make a cgroup only to remove it at its exit, beside its
 // child's startup. A spare the next start cannot use (its process now gives children process
 // groups) is removed then; Close removes the last. An owner that dies with a spare leaves an
-// empty cgroup, which its supervisor removes if the spare was covered, and reap otherwise.
+// empty cgroup, which its supervisor removes (covered or not: see scope.RemoveDeadOwner), and
+// reap when the supervisor could not (killed with the owner, or released while it lived).
 
 // takeSpare returns the spare, or nil.
 func (o *Owner) takeSpare() *scope.Reservation {

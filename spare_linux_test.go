@@ -181,9 +181,18 @@ func helperSpareOwner(args []string) int {
 }
 
 // TestSpareRemovedAtOwnerDeath: an owner SIGKILLed while it holds a spare leaves neither its
-// children nor any cgroup: its supervisor removes the spare with the child's cgroup.
+// children nor any cgroup: its supervisor removes the spare with the child's cgroup. And an owner
+// killed while it was making its next spare, which it had not covered yet (here a cgroup the test
+// makes in the owner's directory, as the owner's background would have), leaves none either: the
+// supervisor removes what is left of its dead owner's directory.
 func TestSpareRemovedAtOwnerDeath(t *testing.T) {
 	requireCgroups(t)
+	for _, uncovered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("uncovered=%v", uncovered), func(t *testing.T) { spareAtOwnerDeath(t, uncovered) })
+	}
+}
+
+func spareAtOwnerDeath(t *testing.T, uncovered bool) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -213,6 +222,14 @@ func TestSpareRemovedAtOwnerDeath(t *testing.T) {
 	}
 	requireEmptyCgroup(t, spare)
 	ownerDir := filepath.Dir(spare)
+	if uncovered {
+		// A scope's name, one the owner would reach only after a million starts.
+		extra := filepath.Join(ownerDir, "s999999")
+		if err := os.Mkdir(extra, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(extra); os.Remove(ownerDir) }) // when the test failed
+	}
 	owner.Process.Signal(syscall.SIGKILL)
 	owner.Wait()
 	testproc.WaitFor(t, 10*time.Second, func() error {

@@ -41,3 +41,5 @@ func containment() (Kind, string, error)           { return KindGroup, "", noCgr
 func leftovers() ([]Leftover, error) { return nil, nil }
 
 func removeLeftover(Leftover) error { return noCgroups() }
+
+func removeDeadOwner(context.Context, string) error { return noCgroups() }

@@ -1,11 +1,13 @@
 package scope
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
@@ -40,9 +42,8 @@ func leftovers() ([]Leftover, error) {
 		if m == nil || !e.IsDir() || m[1] != strconv.FormatUint(ns, 10) {
 			continue // another PID namespace's owner: its PID means nothing here
 		}
-		pid, _ := strconv.Atoi(m[2])
-		start, _ := strconv.ParseUint(m[3], 10, 64)
-		if inc, err := procid.Read(pid); err == nil && inc.Start == start || err != nil && !errors.Is(err, procid.ErrGone) {
+		owner, dead := deadOwner(m)
+		if !dead {
 			continue // alive, or unknown: keep
 		}
 		rel := filepath.Join(base, e.Name())
@@ -53,10 +54,69 @@ func leftovers() ([]Leftover, error) {
 		pop, err := cg.populated()
 		cg.close()
 		if err == nil {
-			out = append(out, Leftover{Cgroup: rel, Owner: procid.ID{PID: pid, Start: start}, Populated: pop})
+			out = append(out, Leftover{Cgroup: rel, Owner: owner, Populated: pop})
 		}
 	}
 	return out, nil
+}
+
+// deadOwner reads an owner directory's name, matched by ownerDirName, and reports whether its
+// owner is provably dead: its PID is gone (a zombie is dead) or names another start.
+func deadOwner(m []string) (procid.ID, bool) {
+	pid, _ := strconv.Atoi(m[2])
+	start, _ := strconv.ParseUint(m[3], 10, 64)
+	inc, err := procid.Read(pid)
+	return procid.ID{PID: pid, Start: start}, err == nil && inc.Start != start || errors.Is(err, procid.ErrGone)
+}
+
+func removeDeadOwner(ctx context.Context, rel string) error {
+	dir := filepath.Dir(rel)
+	m := ownerDirName.FindStringSubmatch(filepath.Base(dir))
+	if m == nil || !scopeName.MatchString(filepath.Base(rel)) {
+		return fmt.Errorf("scope: remove the owner of %s: not a scope in an owner's directory", rel)
+	}
+	// An owner of another PID namespace: its PID means nothing here.
+	if ns, err := pidNamespace(); err != nil || m[1] != strconv.FormatUint(ns, 10) {
+		return err
+	}
+	if !awaitDeadOwner(ctx, m) {
+		return nil
+	}
+	return removeLeftover(Leftover{Cgroup: dir})
+}
+
+// awaitDeadOwner reports whether the owner of a directory whose name ownerDirName matched is
+// provably dead, waiting until ctx is done for an owner whose exit has begun but not ended: a
+// process closes its files (and its supervisor sees its pipe end) before it becomes a zombie.
+func awaitDeadOwner(ctx context.Context, m []string) bool {
+	owner, dead := deadOwner(m)
+	if dead || ctx.Err() != nil {
+		return dead
+	}
+	fd, err := unix.PidfdOpen(owner.PID, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return errors.Is(err, unix.ESRCH) // gone since the look
+	}
+	defer unix.Close(fd)
+	// The pidfd names whatever had the PID when it was opened; still the owner's start after
+	// it, it is the owner's (the owner held the PID from before the open until after it).
+	if _, dead := deadOwner(m); dead {
+		return true
+	}
+	for ctx.Err() == nil {
+		ms := 100
+		if dl, ok := ctx.Deadline(); ok {
+			ms = int(min(time.Until(dl), 100*time.Millisecond).Milliseconds())
+		}
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, max(ms, 0))
+		if n > 0 {
+			return true // POLLIN: it has exited
+		}
+		if err != nil && err != unix.EINTR {
+			return false
+		}
+	}
+	return false
 }
 
 func removeLeftover(l Leftover) error {

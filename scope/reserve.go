@@ -5,8 +5,8 @@ package scope
 // with its supervisor, after a start rather than during the next one: making a cgroup, and the
 // supervisor's opening of it, would otherwise run on the start's path, beside the child's exec on
 // a machine with few CPUs. An empty cgroup costs the kernel one directory and holds nothing: an
-// owner that dies with a reservation leaves an empty cgroup, which its supervisor removes if it
-// covered it, and reap otherwise (see [Leftovers]).
+// owner that dies with a reservation leaves an empty cgroup, which its supervisor removes (see
+// [RemoveDeadOwner]), and reap when the supervisor could not (see [Leftovers]).
 type Reservation struct {
 	rel string // the cgroup's path below the mount, kept after it is taken
 	sys reservation

@@ -419,6 +419,16 @@ func Leftovers() ([]Leftover, error) { return leftovers() }
 // scope stays (and the call fails), for its processes are stopped through their ledger rows.
 func RemoveLeftover(l Leftover) error { return removeLeftover(l) }
 
+// RemoveDeadOwner removes what is left of the owner directory that holds the cgroup scope rel (a
+// hierarchy path, as a supervisor covers it), if that directory's owner is provably dead (see
+// [Leftovers]): its empty cgroups, deepest first, and the directory. It kills nothing: a
+// populated cgroup stays, and the call fails. While the owner lives, or cannot be read, it does
+// nothing, but for an owner still exiting: it waits until ctx is done for that exit to complete
+// (an expired ctx looks once). A supervisor calls it once it has swept its owner's scopes: what
+// the owner made and had not covered yet when it died (the next start's spare cgroup, made in the
+// background) is known to no one else, and would wait for a reap.
+func RemoveDeadOwner(ctx context.Context, rel string) error { return removeDeadOwner(ctx, rel) }
+
 // WaitAll waits until every scope in ss is empty or ctx is done, and returns the scopes it did
 // not see empty: those still populated when ctx ended, and those whose emptiness could not be
 // told (each is asked once, and not waited on). It is [Scope.Wait] for many scopes at once, as a

@@ -216,3 +216,7 @@ func leftovers() ([]Leftover, error) { return nil, nil }
 func removeLeftover(Leftover) error {
 	return fmt.Errorf("scope: cgroups on windows: %w", errors.ErrUnsupported)
 }
+
+func removeDeadOwner(context.Context, string) error {
+	return fmt.Errorf("scope: cgroups on windows: %w", errors.ErrUnsupported)
+}

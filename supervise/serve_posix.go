@@ -26,6 +26,9 @@ type server struct {
 	// when the survivors get SIGKILL.
 	stopping bool
 	deadline time.Time
+	// died is set when the owner's death word told of its death (Linux): the end of its pipe is
+	// then its death, not a release.
+	died bool
 }
 
 func serve(ctx context.Context, in io.Reader, cfg Config) error {
@@ -62,6 +65,7 @@ func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done b
 	case err == errDying:
 		// Every line written before the owner began to die has been read: what is covered now
 		// is what its death must stop. The end of the pipe, or a last line, comes later.
+		s.died = true
 		s.stop()
 		return false
 	case err != io.EOF:

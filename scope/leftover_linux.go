@@ -93,7 +93,7 @@ func awaitDeadOwner(ctx context.Context, m []string) bool {
 	if dead || ctx.Err() != nil {
 		return dead
 	}
-	fd, err := unix.PidfdOpen(owner.PID, unix.PIDFD_NONBLOCK)
+	fd, err := unix.PidfdOpen(owner.PID, 0)
 	if err != nil {
 		return errors.Is(err, unix.ESRCH) // gone since the look
 	}

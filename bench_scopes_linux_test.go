@@ -283,7 +283,7 @@ func ownedDeath(b *testing.B, n, heap int, containment string) (last, owner time
 	if containment != "" {
 		env = []string{scope.EnvContainment + "=" + containment}
 	}
-	cmd, out, eof := startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}, env, r)
+	cmd, out, eof := startBenchOwner(b, n, heap, env, r)
 	r.Close()
 	x := watchExits(b, append([]int{eof}, readTrees(b, out, n, true)...))
 	b.StartTimer()
@@ -295,10 +295,11 @@ func ownedDeath(b *testing.B, n, heap int, containment string) (last, owner time
 	return slices.Max(exits[1:]), exits[0]
 }
 
-// startBenchOwner starts the owner helper with n scopes, heap MiB and the lifeline as its stdin. It returns
-// its stdout unread, and the read end of the pipe whose write end only the owner holds.
-func startBenchOwner(b *testing.B, n, heap int, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
-	return startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}, nil, lifeline)
+// startBenchOwner starts the owner helper with n scopes, heap MiB, env added to its environment
+// and the lifeline as its stdin. It returns its stdout unread, and the read end of the pipe whose
+// write end only the owner holds.
+func startBenchOwner(b *testing.B, n, heap int, env []string, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
+	return startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}, env, lifeline)
 }
 
 // startOwnerHelper is startBenchOwner for the named owner helper and its arguments, with env
@@ -335,7 +336,7 @@ func benchOwnerDeath(b *testing.B) {
 	var ds []time.Duration
 	b.StopTimer()
 	for range b.N {
-		cmd, out, eof := startBenchOwner(b, 0, 0, nil)
+		cmd, out, eof := startBenchOwner(b, 0, 0, nil, nil)
 		x := watchExits(b, append([]int{eof, pidfd(b, cmd.Process.Pid)}, readTrees(b, out, 0, true)...))
 		b.StartTimer()
 		start := time.Now()

@@ -385,9 +385,10 @@ func killDuringStart(t *testing.T, root string) {
 }
 
 // removeLeftovers removes the empty cgroups a killed owner left, as a reap would: its directory
-// when it died before its first scope was covered, or a scope made but not yet covered; its
-// supervisor removes only what it covered. Its supervisor has exited (it carried the round's
-// token): nothing else removes them meanwhile.
+// when it died before its first scope was covered, which its supervisor, covering nothing, does
+// not know of. (An owner that had covered a scope leaves nothing: its supervisor removes the rest
+// of its directory.) Its supervisor has exited (it carried the round's token): nothing else
+// removes them meanwhile.
 func removeLeftovers(t *testing.T, owner int) {
 	ls, err := scope.Leftovers()
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -96,16 +98,21 @@ func complete(inc Incarnation) (Incarnation, error) {
 	if err != nil {
 		return Incarnation{}, err
 	}
+	btime, err := bootTime()
+	if err != nil {
+		return Incarnation{}, err
+	}
 	inc.BootID = b.id
 	inc.BootStart = float64(inc.Start) / b.hz
-	inc.CreateTime = b.btime + inc.BootStart
+	inc.CreateTime = btime + inc.BootStart
 	return inc, nil
 }
 
+// bootFacts are the facts that stay fixed for the whole boot. The boot time is not one of them:
+// see bootTime.
 type bootFacts struct {
-	id    string
-	btime float64
-	hz    float64
+	id string
+	hz float64
 }
 
 var boot = sync.OnceValues(func() (bootFacts, error) {
@@ -113,16 +120,55 @@ var boot = sync.OnceValues(func() (bootFacts, error) {
 	if err != nil {
 		return bootFacts{}, fmt.Errorf("procid: boot id: %w", err)
 	}
+	return bootFacts{id: string(bytes.TrimSpace(id)), hz: float64(clockTicks())}, nil
+})
+
+// bootTime returns /proc/stat's btime, the wall-clock second the machine booted, as psutil reads
+// it. The kernel derives btime from the wall clock (CLOCK_REALTIME minus CLOCK_BOOTTIME), so a
+// clock step moves it: an NTP step after boot, a VM resumed, WSL2 re-anchoring after the host
+// slept. psutil re-reads it on every create_time, so after a step the rows Hermes writes carry
+// the new btime. A value read once per process would leave a long-lived owner or supervisor
+// computing every create time from the old one: its epoch identities off by the step, every
+// epoch-only row another program wrote judged pid-reused, and the create times it writes refused
+// by the other program.
+//
+// Reading /proc/stat per identity would cost more than the identity read itself, so the value
+// is kept with the wall clock's offset from the monotonic clock at the moment it was read. Only a
+// step changes that offset (slewing moves both clocks alike; a suspend moves it too, and costs a
+// harmless re-read), so while it holds, btime has not moved.
+func bootTime() (float64, error) {
+	skew := clockSkew() // before the read: a step in between then costs one more read, not a stale value
+	if c := btime.Load(); c != nil && (skew-c.skew).Abs() < time.Millisecond {
+		return c.btime, nil
+	}
 	stat, err := os.ReadFile(procRoot + "/stat")
 	if err != nil {
-		return bootFacts{}, fmt.Errorf("procid: boot time: %w", err)
+		return 0, fmt.Errorf("procid: boot time: %w", err)
 	}
-	btime, err := parseBtime(stat)
+	v, err := parseBtime(stat)
 	if err != nil {
-		return bootFacts{}, err
+		return 0, err
 	}
-	return bootFacts{id: string(bytes.TrimSpace(id)), btime: btime, hz: float64(clockTicks())}, nil
-})
+	btime.Store(&btimeRead{btime: v, skew: skew})
+	return v, nil
+}
+
+type btimeRead struct {
+	btime float64
+	skew  time.Duration // clockSkew when btime was read
+}
+
+var btime atomic.Pointer[btimeRead]
+
+// clockBase anchors clockSkew: time.Now carries both a wall and a monotonic reading.
+var clockBase = time.Now()
+
+// clockSkew is how far the wall clock has moved against the monotonic clock since clockBase:
+// zero until the first step or suspend. Two vDSO clock reads.
+func clockSkew() time.Duration {
+	now := time.Now()
+	return now.Round(0).Sub(clockBase.Round(0)) - now.Sub(clockBase)
+}
 
 func bootID() (string, error) {
 	b, err := boot()

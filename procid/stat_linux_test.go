@@ -2,9 +2,11 @@ package procid
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -76,5 +78,42 @@ func BenchmarkRead(b *testing.B) {
 		if _, err := Read(pid); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCreateTimeAfterClockStep: a create time follows /proc/stat's btime as it stands, the way
+// psutil's does, also after the wall clock was stepped since this process first read it. The
+// step is simulated by leaving behind what a read before a step of 100 s would have kept: the
+// btime 100 s off, with the clocks' offset of that moment. (Stepping the machine's clock for real
+// would disturb every other process on it.)
+func TestCreateTimeAfterClockStep(t *testing.T) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := parseBtime(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := btime.Load()
+	t.Cleanup(func() { btime.Store(kept) })
+	createTime := func() float64 {
+		t.Helper()
+		inc, err := Read(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inc.CreateTime - inc.BootStart
+	}
+
+	btime.Store(&btimeRead{btime: now - 100, skew: clockSkew() - 100*time.Second})
+	if got := createTime(); math.Abs(got-now) > 0.5 {
+		t.Errorf("after a step, create time - boot start = %v, want btime %v", got, now)
+	}
+	// Without a step the kept value stands: the check above passed by noticing the step, not by
+	// reading /proc/stat every time.
+	btime.Store(&btimeRead{btime: now - 100, skew: clockSkew()})
+	if got := createTime(); math.Abs(got-(now-100)) > 0.5 {
+		t.Errorf("without a step, create time - boot start = %v, want the kept %v", got, now-100)
 	}
 }

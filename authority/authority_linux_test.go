@@ -203,3 +203,49 @@ func startStranger(t *testing.T, a procid.Incarnation, configure func(*exec.Cmd)
 	}
 	return c
 }
+
+// TestExitStatusDuringReap: reading the exit status while the parent reaps never fails. The
+// kernel answers PIDFD_GET_INFO with ESRCH in the instant when the task is still found but its
+// pid is already detached; that read is "not yet". Each round signals a helper, which its
+// reaper goroutine reaps at once, and reads the status in a tight loop across that instant
+// until it appears.
+func TestExitStatusDuringReap(t *testing.T) {
+	if err := authority.PidfdError(); err != nil {
+		testproc.Skip(t, "pidfd unavailable: %v", err)
+	}
+	for i := range 100 {
+		c := startHelper(t, "sleep", nil)
+		p, err := authority.Acquire(exactRecord(c.incarnation()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		var st authority.ExitStatus
+		for ok := false; !ok; {
+			if st, ok, err = authority.ReadExit(p); errors.Is(err, authority.ErrNoExitStatus) {
+				p.Close()
+				c.waitExit()
+				testproc.Skip(t, "this kernel has no PIDFD_GET_INFO (Linux 6.13+): %v", err)
+			} else if err != nil {
+				t.Fatalf("round %d: a read during the reap: %v", i, err)
+			}
+			select {
+			case <-c.done:
+				if !ok { // reaped: the status is there now, or this kernel keeps none
+					if st, ok, err = authority.ReadExit(p); err != nil || !ok {
+						p.Close()
+						testproc.Skip(t, "this kernel keeps no exit status for a pidfd (Linux 6.15+): %v", err)
+					}
+				}
+			default:
+			}
+		}
+		p.Close()
+		c.waitExit() // its reaper is about to return
+		if st.Signal != syscall.SIGTERM {
+			t.Fatalf("round %d: %+v, want killed by SIGTERM", i, st)
+		}
+	}
+}

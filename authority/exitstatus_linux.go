@@ -8,6 +8,8 @@ package authority
 //	                         exit_code the wait(2) status; absent before the reap, and on older
 //	                         kernels, which ignore the bit
 //	ENOTTY / EINVAL          a kernel without PIDFD_GET_INFO
+//	ESRCH                    the process is being reaped (its task found, its pid detached),
+//	                         or is outside the caller's pid namespace
 
 import (
 	"context"
@@ -36,16 +38,8 @@ func (p *Process) exitStatus(ctx context.Context) (ExitStatus, error) {
 		return ExitStatus{}, ErrNoExitStatus
 	}
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		info, err := p.pidfdInfo()
-		if err != nil {
-			return ExitStatus{}, err
-		}
-		if info.mask&_PIDFD_INFO_EXIT != 0 {
-			ws := unix.WaitStatus(info.exitCode)
-			if ws.Signaled() {
-				return ExitStatus{Signal: ws.Signal()}, nil
-			}
-			return ExitStatus{Code: ws.ExitStatus()}, nil
+		if st, ok, err := p.readExit(); ok || err != nil {
+			return st, err
 		}
 		select {
 		case <-ctx.Done():
@@ -53,6 +47,20 @@ func (p *Process) exitStatus(ctx context.Context) (ExitStatus, error) {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// readExit reads the exit status once; ok is false while the process has not been reaped.
+func (p *Process) readExit() (st ExitStatus, ok bool, err error) {
+	info, err := p.pidfdInfo()
+	if err != nil || info.mask&_PIDFD_INFO_EXIT == 0 {
+		return st, false, err
+	}
+	if ws := unix.WaitStatus(info.exitCode); ws.Signaled() {
+		st.Signal = ws.Signal()
+	} else {
+		st.Code = ws.ExitStatus()
+	}
+	return st, true, nil
 }
 
 // pidfdInfo asks for the exit information; a kernel without PIDFD_GET_INFO reports none.
@@ -69,6 +77,13 @@ func (p *Process) pidfdInfo() (pidfdInfo, error) {
 		return info, nil
 	case unix.ENOTTY, unix.EINVAL:
 		return info, ErrNoExitStatus
+	case unix.ESRCH:
+		// The parent is reaping it: the kernel still finds the task but its pid is already
+		// detached, and fails the ioctl rather than answer half (pidfd_info's "pid == 0" check).
+		// The status is there once the reap completes; reading this as an error made an adopted
+		// child's Wait report an unknown exit now and then. A pid outside this namespace fails
+		// the same way for good, which the caller's deadline bounds.
+		return pidfdInfo{}, nil
 	}
 	return info, os.NewSyscallError("ioctl PIDFD_GET_INFO", errno)
 }

@@ -26,6 +26,10 @@ type server struct {
 	// when the survivors get SIGKILL.
 	stopping bool
 	deadline time.Time
+	// firstLook is when the sweep first looks whether the signalled cgroups are empty, a poll
+	// interval after the SIGTERM; termed records that a cgroup had members to send it to.
+	firstLook time.Time
+	termed    bool
 	// died is set when the owner's death word told of its death (Linux): the end of its pipe is
 	// then its death, not a release.
 	died bool
@@ -187,7 +191,9 @@ func (s *server) stop() {
 		return
 	}
 	s.stopping = true
-	s.deadline = time.Now().Add(s.cfg.Grace)
+	now := time.Now()
+	s.deadline = now.Add(s.cfg.Grace)
+	s.firstLook = now.Add(pollInterval)
 	s.signalAll(unix.SIGTERM)
 	s.signalCgroups(unix.SIGTERM)
 }

@@ -91,6 +91,7 @@ func (o *Owner) close() error {
 	if !inited {
 		return nil // nothing started: nothing to end
 	}
+	o.unidle()
 	o.dropSpare(o.takeSpare())
 	errs := o.stopAll()
 	for _, c := range o.held() {

@@ -43,6 +43,7 @@ type Owner struct {
 	self    procid.Incarnation
 	outer   []*supervise.Outer // every outer owner's supervisor, nearest first, for a nested owner on the process-group path
 	ownSup  bool               // init made the Supervisor: it is the owner's to close
+	unidle  func()             // ends the Supervisor's telling of its idle release (see idle)
 
 	mu           sync.Mutex
 	inited       bool                // a Start or an Adopt was admitted
@@ -97,6 +98,7 @@ func (o *Owner) init() error {
 			o.Supervisor = &supervise.Client{}
 			o.ownSup = true
 		}
+		o.unidle = o.Supervisor.OnIdle(o.idle)
 		o.outer = outersFromEnv()
 		o.self, o.initErr = procid.Self()
 	})

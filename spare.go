@@ -8,9 +8,10 @@ import "github.com/custody-dev/custody/scope"
 // child's exec. An owner keeps one from its second start on, while its starts get cgroups: a
 // one-shot owner (custody run) would make a cgroup only to remove it at its exit, beside its
 // child's startup. A spare the next start cannot use (its process now gives children process
-// groups) is removed then; Close removes the last. An owner that dies with a spare leaves an
-// empty cgroup, which its supervisor removes (covered or not: see scope.RemoveDeadOwner), and
-// reap when the supervisor could not (killed with the owner, or released while it lived).
+// groups) is removed then; Close removes the last, and so does the release of an idle
+// supervisor (see idle). An owner that dies with a spare leaves an empty cgroup, which its
+// supervisor removes (covered or not: see scope.RemoveDeadOwner), and reap when the supervisor
+// could not (killed with the owner).
 
 // takeSpare returns the spare, or nil.
 func (o *Owner) takeSpare() *scope.Reservation {
@@ -43,10 +44,24 @@ func (o *Owner) refill() {
 			o.spare = r
 		}
 		o.mu.Unlock()
+		// A spare made while the supervisor was being released as idle would be held with none
+		// to cover it: idle may have run before it was kept. One released later runs idle after.
+		if keep && o.Supervisor.PID() == 0 && o.takeSpare() == r {
+			keep = false
+		}
 		if !keep {
 			o.dropSpare(r)
 		}
 	}()
+}
+
+// idle lets go of the spare and of this process's empty cgroup directory when the supervisor,
+// covering nothing else, is released as idle (supervise.Client.OnIdle): with no supervisor
+// running, the owner's death would leave both behind until a reap. The next start makes its
+// cgroup, and its directory, itself.
+func (o *Owner) idle() {
+	o.dropSpare(o.takeSpare())
+	scope.ReleaseOwnerDir()
 }
 
 // reserve makes and covers a spare; nil when none can be had now: the next start then makes its

@@ -1,9 +1,11 @@
 package custody_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +24,10 @@ import (
 	"github.com/custody-dev/custody/supervise"
 )
 
-func init() { testproc.Register("spare-owner", helperSpareOwner) }
+func init() {
+	testproc.Register("spare-owner", helperSpareOwner)
+	testproc.Register("idle-owner", helperIdleOwner)
+}
 
 // spareDir returns the directory of o's spare cgroup, failing the test when o has none.
 func spareDir(t *testing.T, o *custody.Owner) string {
@@ -125,39 +130,102 @@ func TestSpare(t *testing.T) {
 	requireGone(t, spare)
 }
 
-// TestSpareOutlivesIdleSupervisor: an owner whose children are all gone keeps its spare, but
-// not its supervisor, which covered only the spare and is released as idle without removing it;
-// the next start is born in the spare and covered by a new supervisor.
-func TestSpareOutlivesIdleSupervisor(t *testing.T) {
+// TestIdleOwnerHoldsNoCgroup: an owner whose children are all gone has its supervisor, which
+// covered only the spare, released as idle; it then lets go of the spare and of its empty
+// directory, which no supervisor would remove at its death. Its next start makes both again and
+// is covered by a new supervisor, whose sweep at the owner's SIGKILL leaves nothing. The owner is
+// a helper process: the directory is the whole process's, and other tests' owners in this one
+// hold scopes in it.
+func TestIdleOwnerHoldsNoCgroup(t *testing.T) {
 	requireCgroups(t)
-	sup := &supervise.Client{Grace: time.Second, IdleGrace: 20 * time.Millisecond}
-	t.Cleanup(func() { sup.Close() })
-	o := &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
-	t.Cleanup(func() { o.Close() })
-	var spare string
-	for i := range 2 {
-		c, _ := start(t, o, custody.StartOptions{})
-		if i == 1 {
-			spare = spareDir(t, o)
-		}
-		if res := c.Stop(context.Background(), stop.Options{Grace: time.Second}); res.Outcome != stop.Exited {
-			t.Fatalf("stop: %+v", res)
-		}
+	owner := testproc.Start(t, testproc.Helper(t, "idle-owner", ledgerPath(t)))
+	f := owner.Expect("idle", 20*time.Second)
+	if len(f) != 1 {
+		t.Fatal("the owner held no spare")
 	}
+	spare := cgroupDir(t, f[0])
+	ownerDir := filepath.Dir(spare)
+	requireGone(t, spare)
+	requireGone(t, ownerDir)
+	if _, err := io.WriteString(owner.Stdin(), "again\n"); err != nil {
+		t.Fatal(err)
+	}
+	f = owner.Expect("child", 20*time.Second)
+	if len(f) != 4 {
+		t.Fatalf("child line %q", f)
+	}
+	child := incarnation(t, atoi(f[0]))
+	if got := filepath.Dir(cgroupDir(t, f[1])); got != ownerDir {
+		t.Errorf("child born in a cgroup of %s, want the owner's directory %s, made again", got, ownerDir)
+	}
+	if f[2] == "0" || f[3] != "1" {
+		t.Errorf("after the start: supervisor %s covering %s, want one covering the child", f[2], f[3])
+	}
+	owner.Process.Signal(syscall.SIGKILL)
+	owner.Wait()
 	testproc.WaitFor(t, 10*time.Second, func() error {
-		if pid := sup.PID(); pid != 0 {
-			return fmt.Errorf("supervisor %d still runs, covering only the spare", pid)
+		if err := child.Verify(); err == nil {
+			return fmt.Errorf("child %v still runs", child)
+		}
+		if _, err := os.Stat(ownerDir); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("the dead owner's cgroup %s is still there (%v)", ownerDir, err)
 		}
 		return nil
 	})
-	requireEmptyCgroup(t, spare)
-	c2, _ := start(t, o, custody.StartOptions{})
-	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c2.ID.PID)); got != spare {
-		t.Errorf("child born in %s, want the spare %s", got, spare)
+}
+
+// helperIdleOwner starts and stops two children, so that it holds a spare, and waits for its
+// supervisor, idle, to be released; it prints "idle <spare>" once the spare is gone too. At a line
+// on its standard input it starts a third child and prints "child <pid> <cgroup> <supervisor pid>
+// <covered>", then waits to be killed.
+func helperIdleOwner(args []string) int {
+	ctx := context.Background()
+	sup := &supervise.Client{Grace: time.Second, IdleGrace: 20 * time.Millisecond}
+	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: sup}
+	fail := func(err error) int {
+		fmt.Println("error", err)
+		return 1
 	}
-	if sup.PID() == 0 || sup.Covered() != 1 {
-		t.Errorf("after the start: supervisor %d covering %d, want one covering the child", sup.PID(), sup.Covered())
+	var spare string
+	for i := range 2 {
+		c, err := o.Start(ctx, exec.Command("sleep", "60"), custody.StartOptions{})
+		if err != nil {
+			return fail(err)
+		}
+		if i == 1 {
+			custody.AwaitSpare(o)
+			spare = custody.Spare(o)
+		}
+		if res := c.Stop(ctx, stop.Options{Grace: time.Second}); res.Outcome != stop.Exited {
+			return fail(fmt.Errorf("stop: %+v", res))
+		}
 	}
+	if err := testproc.Poll(ctx, 10*time.Second, func() error {
+		if sup.PID() != 0 || custody.Spare(o) != "" {
+			return errors.New("the supervisor was not released as idle, or the spare is kept")
+		}
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	fmt.Println("idle", spare)
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return fail(err)
+	}
+	c, err := o.Start(ctx, exec.Command("sleep", "60"), custody.StartOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	rows, err := o.Ledger.Rows(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	for _, r := range rows {
+		if r.PID == c.ID.PID {
+			fmt.Println("child", r.PID, r.Cgroup, sup.PID(), sup.Covered())
+		}
+	}
+	select {}
 }
 
 // helperSpareOwner starts two children (reading the test's lifeline on fd 3), waits for its

@@ -223,14 +223,30 @@ func (o *owner) newScope() (*cgroup, error) {
 	return cg, nil
 }
 
-// removed counts a scope's cgroup removed. The owner directory stays for the owner's life, even
-// empty: making it again at the next start would put its mkdir, and the proofs ensureLocked
-// makes, on every start's path. Once the owner is dead its supervisor removes it with the last
-// scope it held, and reap removes what is left of a dead owner (see leftovers).
+// removed counts a scope's cgroup removed. The owner directory stays while the owner is active,
+// even empty: making it again at the next start would put its mkdir, and the proofs ensureLocked
+// makes, on every start's path. An owner gone idle removes it (releaseOwnerDir); once the owner
+// is dead its supervisor removes it with the last scope it held, and reap removes what is left of
+// a dead owner (see leftovers).
 func (o *owner) removed() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.live--
+}
+
+// releaseOwnerDir removes the owner directory while no scope made in it lives (see
+// ReleaseOwnerDir). Under the lock no scope is being made meanwhile; a start after it finds the
+// directory gone and makes it again (newScope). A directory that still holds a cgroup (one this
+// process did not make) stays.
+func releaseOwnerDir() {
+	self.mu.Lock()
+	defer self.mu.Unlock()
+	if !self.made || self.live > 0 {
+		return
+	}
+	if unix.Rmdir(self.h.dir(self.rel)) == nil {
+		self.made = false
+	}
 }
 
 // pidNamespace returns the inode number of this process's PID namespace: the namespace in which

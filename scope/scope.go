@@ -429,6 +429,12 @@ func RemoveLeftover(l Leftover) error { return removeLeftover(l) }
 // background) is known to no one else, and would wait for a reap.
 func RemoveDeadOwner(ctx context.Context, rel string) error { return removeDeadOwner(ctx, rel) }
 
+// ReleaseOwnerDir removes this process's directory of cgroup scopes when no scope it made is
+// left (the next cgroup scope makes it again), and does nothing otherwise, or where there are no
+// cgroups. An owner whose supervisor is released as idle calls it: from then until its next
+// start no supervisor would remove the directory at the owner's death, and only a reap would.
+func ReleaseOwnerDir() { releaseOwnerDir() }
+
 // WaitAll waits until every scope in ss is empty or ctx is done, and returns the scopes it did
 // not see empty: those still populated when ctx ended, and those whose emptiness could not be
 // told (each is asked once, and not waited on). It is [Scope.Wait] for many scopes at once, as a

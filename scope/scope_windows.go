@@ -213,6 +213,8 @@ func (s *Scope) release() error { return s.close() }
 
 func leftovers() ([]Leftover, error) { return nil, nil }
 
+func releaseOwnerDir() {}
+
 func removeLeftover(Leftover) error {
 	return fmt.Errorf("scope: cgroups on windows: %w", errors.ErrUnsupported)
 }

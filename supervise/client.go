@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 )
@@ -128,8 +130,10 @@ type Client struct {
 	buf      []byte         // replay scratch
 	waiters  sync.WaitGroup // one per supervisor not yet reaped
 
-	notes     []error // changes of coverage not yet given to Notify
-	notifying bool    // a goroutine is giving them
+	notes     []error        // changes of coverage not yet given to Notify
+	notifying bool           // a goroutine is giving them
+	onIdle    map[int]func() // told of each idle release (see OnIdle), by registration
+	idleHooks int            // registrations so far
 }
 
 // proc is one supervisor process.
@@ -596,12 +600,40 @@ func (c *Client) armIdleLocked() {
 	gen := c.idleGen
 	c.idle = time.AfterFunc(grace, func() {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		if gen == c.idleGen && c.emptyLocked() {
+		released := gen == c.idleGen && c.emptyLocked() && c.sup != nil
+		if released {
 			c.unreserveLocked()
 			c.releaseLocked()
 		}
+		hooks := slices.Collect(maps.Values(c.onIdle))
+		c.mu.Unlock()
+		if released {
+			for _, f := range hooks {
+				f()
+			}
+		}
 	})
+}
+
+// OnIdle registers f, to be called each time the client releases an idle supervisor, after the
+// release and never under the client's lock. From then until the next registration no
+// supervisor runs: whatever the owner holds for later (custody.Owner's spare cgroup, and its
+// empty cgroup directory) would outlive the owner's death, with nobody left to remove it but a
+// reap, so f should let it go. The returned stop unregisters f.
+func (c *Client) OnIdle(f func()) (stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.onIdle == nil {
+		c.onIdle = make(map[int]func())
+	}
+	c.idleHooks++
+	id := c.idleHooks
+	c.onIdle[id] = f
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.onIdle, id)
+	}
 }
 
 func (c *Client) stopIdleLocked() {

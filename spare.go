@@ -56,7 +56,7 @@ func (o *Owner) refill() {
 }
 
 // idle lets go of the spare and of this process's empty cgroup directory when the supervisor,
-// covering nothing else, is released as idle (supervise.Client.OnIdle): with no supervisor
+// covering nothing else, is released as idle or dies (supervise.Client.OnIdle): with no supervisor
 // running, the owner's death would leave both behind until a reap. The next start makes its
 // cgroup, and its directory, itself.
 func (o *Owner) idle() {

@@ -130,15 +130,21 @@ func TestSpare(t *testing.T) {
 	requireGone(t, spare)
 }
 
-// TestIdleOwnerHoldsNoCgroup: an owner whose children are all gone has its supervisor, which
-// covered only the spare, released as idle; it then lets go of the spare and of its empty
-// directory, which no supervisor would remove at its death. Its next start makes both again and
-// is covered by a new supervisor, whose sweep at the owner's SIGKILL leaves nothing. The owner is
-// a helper process: the directory is the whole process's, and other tests' owners in this one
-// hold scopes in it.
+// TestIdleOwnerHoldsNoCgroup: an owner whose children are all gone is left with no supervisor,
+// its last one, which covered only the spare, released as idle or dead; it then lets go of the
+// spare and of its empty directory, which no supervisor would remove at its death. Its next start
+// makes both again and is covered by a new supervisor, whose sweep at the owner's SIGKILL leaves
+// nothing. The owner is a helper process: the directory is the whole process's, and other tests'
+// owners in this one hold scopes in it.
 func TestIdleOwnerHoldsNoCgroup(t *testing.T) {
 	requireCgroups(t)
-	owner := testproc.Start(t, testproc.Helper(t, "idle-owner", ledgerPath(t)))
+	for _, end := range []string{"release", "death"} {
+		t.Run("supervisor="+end, func(t *testing.T) { idleOwner(t, end) })
+	}
+}
+
+func idleOwner(t *testing.T, end string) {
+	owner := testproc.Start(t, testproc.Helper(t, "idle-owner", ledgerPath(t), end))
 	f := owner.Expect("idle", 20*time.Second)
 	if len(f) != 1 {
 		t.Fatal("the owner held no spare")
@@ -175,12 +181,16 @@ func TestIdleOwnerHoldsNoCgroup(t *testing.T) {
 }
 
 // helperIdleOwner starts and stops two children, so that it holds a spare, and waits for its
-// supervisor, idle, to be released; it prints "idle <spare>" once the spare is gone too. At a line
+// supervisor, idle, to be released (args[1] "release") or kills it ("death"); it prints
+// "idle <spare>" once the spare is gone too. At a line
 // on its standard input it starts a third child and prints "child <pid> <cgroup> <supervisor pid>
 // <covered>", then waits to be killed.
 func helperIdleOwner(args []string) int {
 	ctx := context.Background()
 	sup := &supervise.Client{Grace: time.Second, IdleGrace: 20 * time.Millisecond}
+	if args[1] == "death" {
+		sup.IdleGrace = -1 // kept until Close
+	}
 	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: sup}
 	fail := func(err error) int {
 		fmt.Println("error", err)
@@ -200,9 +210,13 @@ func helperIdleOwner(args []string) int {
 			return fail(fmt.Errorf("stop: %+v", res))
 		}
 	}
+	if args[1] == "death" {
+		// Its own child, not reaped until the client's waiter reaps it: the PID names it.
+		syscall.Kill(sup.PID(), syscall.SIGKILL)
+	}
 	if err := testproc.Poll(ctx, 10*time.Second, func() error {
 		if sup.PID() != 0 || custody.Spare(o) != "" {
-			return errors.New("the supervisor was not released as idle, or the spare is kept")
+			return errors.New("the supervisor was not released or lost, or the spare is kept")
 		}
 		return nil
 	}); err != nil {

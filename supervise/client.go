@@ -467,8 +467,8 @@ func (c *Client) wait(p *proc) {
 		p.give()
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.sup != p {
+		c.mu.Unlock()
 		if err != nil {
 			c.logger().Debug("supervise: released supervisor exited", "pid", p.cmd.Process.Pid, "err", err)
 		}
@@ -478,6 +478,16 @@ func (c *Client) wait(p *proc) {
 		err = errors.New("exited")
 	}
 	c.lostLocked(p, err)
+	// Lost while it covered nothing: no new one is started, and the owner is as after an idle
+	// release, with nobody to remove at its death what it holds for later.
+	idle := c.sup == nil && c.emptyLocked() && !c.closed
+	hooks := slices.Collect(maps.Values(c.onIdle))
+	c.mu.Unlock()
+	if idle {
+		for _, f := range hooks {
+			f()
+		}
+	}
 }
 
 // lostLocked handles the loss of the current supervisor p, seen by its waiter or by a failed
@@ -616,7 +626,8 @@ func (c *Client) armIdleLocked() {
 }
 
 // OnIdle registers f, to be called each time the client releases an idle supervisor, after the
-// release and never under the client's lock. From then until the next registration no
+// release and never under the client's lock, and each time a supervisor that covered nothing
+// dies (none is started in its place until the next registration). From then until the next registration no
 // supervisor runs: whatever the owner holds for later (custody.Owner's spare cgroup, and its
 // empty cgroup directory) would outlive the owner's death, with nobody left to remove it but a
 // reap, so f should let it go. The returned stop unregisters f.

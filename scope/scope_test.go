@@ -23,7 +23,9 @@ import (
 
 func init() { testproc.Register("tree", helperTree) }
 
-func TestMain(m *testing.M) { testproc.Main(m) }
+// TestMain removes, after the tests, the directory of cgroup scopes they made: no owner closes
+// it here, and an empty directory of a dead owner is a leftover for a reap.
+func TestMain(m *testing.M) { testproc.Main(m, scope.ReleaseOwnerDir) }
 
 // helperTree is one node of a process tree. It starts a child node when -depth > 0 (the same
 // helper: the child inherits the environment that names it), waits for its "ready" line, and

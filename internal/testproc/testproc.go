@@ -38,10 +38,13 @@ func RegisterBenchmark(name string, fn func(args []string) int) {
 }
 
 // Main runs the named helper when the binary was started as one (see [RunHelper]), else the
-// tests.
-func Main(m *testing.M) {
+// tests, then each of after: what the test process must undo before it exits.
+func Main(m *testing.M, after ...func()) {
 	RunHelper()
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	if code == 0 && fullRun() {
 		for name := range helpers {
 			if !used[name] && !benches[name] {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/custody-dev/custody/scope"
 )
 
 // ErrClosed is what [Owner.Start] and [Owner.Adopt] return, wrapped, after [Owner.Close].
@@ -104,6 +106,9 @@ func (o *Owner) close() error {
 		errs = append(errs, out.Close())
 	}
 	errs = append(errs, o.Ledger.Close())
+	// The process's cgroup directory goes with its last scope: an owner that exits after Close
+	// leaves no empty directory for a reap to find.
+	scope.ReleaseOwnerDir()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("custody: close: %w", err)
 	}

@@ -230,15 +230,7 @@ func helperIdleOwner(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	rows, err := o.Ledger.Rows(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	for _, r := range rows {
-		if r.PID == c.ID.PID {
-			fmt.Println("child", r.PID, r.Cgroup, sup.PID(), sup.Covered())
-		}
-	}
+	fmt.Println("child", c.ID.PID, rowCgroupOf(o, c.ID.PID), sup.PID(), sup.Covered())
 	select {}
 }
 

@@ -34,6 +34,7 @@ func (s *server) coverCgroup(path string) {
 	}
 	s.dropCgroup(path)
 	s.cgroups[path] = sc
+	s.owners[filepath.Dir(path)] = path
 	if s.stopping { // covered while the owner dies
 		s.signalCgroup(path, sc, unix.SIGTERM)
 	}
@@ -105,27 +106,33 @@ func (s *server) awaitCgroups(deadline time.Time) {
 			s.log.Warn("supervise: cgroup not empty after cgroup.kill", "cgroup", path)
 		}
 	}
-	owners := make(map[string]string) // an owner directory: one of its scopes
 	for path, sc := range s.cgroups {
-		owners[filepath.Dir(path)] = path
 		if err := sc.Close(); err != nil {
 			s.log.Warn("supervise: remove cgroup", "cgroup", path, "err", err)
 		}
 		delete(s.cgroups, path)
 	}
-	// A dead owner may have left a cgroup it had made but not covered yet (the spare it was
-	// making when it died): at the end of its pipe none of its threads is left to make another,
-	// and nobody but a reap would remove it. A populated cgroup there (a child given to another
-	// owner) stays, and so does the directory: a reap's to remove once it empties. The end of the
-	// pipe comes before the owner's exit is complete (it closes its files first): when its death
-	// word told of its death, that completion is waited for, within the grace; otherwise (a
-	// release, or no word) the owner is looked at once.
+}
+
+// removeDeadOwners removes what is left of the directories of every cgroup ever covered, when
+// their owner is dead. A dead owner may have left a cgroup it had made but not covered yet (the
+// spare it was making when it died), or only its directory (its children all gone, their cgroups
+// uncovered and removed): at the end of its pipe none of its threads is left to remove them, and
+// nobody but a reap would. A populated cgroup there (a child given to another owner) stays, and
+// so does the directory: a reap's to remove once it empties. The end of the pipe comes before the
+// owner's exit is complete (it closes its files first): when its death word told of its death,
+// that completion is waited for, within the grace; otherwise (a release, or no word) the owner is
+// looked at once, and a live owner's directory is left to it.
+func (s *server) removeDeadOwners() {
+	if len(s.owners) == 0 {
+		return
+	}
 	ctx, cancel := context.WithDeadline(context.Background(), s.deadline)
 	defer cancel()
 	if !s.died {
 		cancel()
 	}
-	for _, path := range owners {
+	for _, path := range s.owners {
 		if err := scope.RemoveDeadOwner(ctx, path); err != nil {
 			s.log.Debug("supervise: remove the dead owner's cgroups", "cgroup", filepath.Dir(path), "err", err)
 		}

@@ -21,6 +21,9 @@ type server struct {
 	self    int                     // the supervisor's own process group
 	covered map[int]*scope.Scope    // covered process groups, each bound at its registration
 	cgroups map[string]*scope.Scope // covered cgroups, each held open since its registration
+	// owners holds every owner directory a covered cgroup lay in, with one of its scopes, kept
+	// after the cgroup is uncovered: at the owner's death what is left of each is removed.
+	owners map[string]string
 	// stopping is set once the covered scopes were sent SIGTERM, at the owner's death: a scope
 	// covered later (a line a dying thread was still writing) is sent it on arrival. deadline is
 	// when the survivors get SIGKILL.
@@ -80,7 +83,8 @@ func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done b
 }
 
 func newServer(cfg Config) *server {
-	return &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]*scope.Scope), cgroups: make(map[string]*scope.Scope)}
+	return &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]*scope.Scope), cgroups: make(map[string]*scope.Scope),
+		owners: make(map[string]string)}
 }
 
 func (s *server) handle(line []byte) {
@@ -177,12 +181,12 @@ func (s *server) drop(pgid int) {
 // the owner's death already sent it), a wait of up to the grace, SIGKILL (cgroup.kill for
 // cgroups).
 func (s *server) sweep() {
-	if len(s.covered) == 0 && len(s.cgroups) == 0 {
-		return
+	if len(s.covered) > 0 || len(s.cgroups) > 0 {
+		s.stop()
+		s.awaitCgroups(s.deadline)
+		s.sweepGroups(s.deadline)
 	}
-	s.stop()
-	s.awaitCgroups(s.deadline)
-	s.sweepGroups(s.deadline)
+	s.removeDeadOwners()
 }
 
 // stop sends SIGTERM to every covered scope, once, and starts the grace.

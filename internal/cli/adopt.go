@@ -87,6 +87,7 @@ func runAdopt(ctx context.Context, o *adoptOptions) error {
 	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
 		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "adopt")}}
 	defer owner.Supervisor.Close()
+	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
 	sigs := make(chan os.Signal, 8)
 	if len(forwarded) > 0 {
 		signal.Notify(sigs, forwarded...)

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -220,5 +221,29 @@ func TestPsShowsNesting(t *testing.T) {
 		spawner < 0 || contained < 0 || nested[spawner] != outer[0] ||
 		outer[contained] != kind.Containment() || nested[contained] != kind.Containment() {
 		t.Fatalf("nested ps: want the inner row under the outer one, both %s:\n%s", kind.Containment(), r.stdout)
+	}
+}
+
+// TestRunLeavesNoCgroup: custody run removes its child's cgroup and its own directory of scopes
+// before it exits: no empty directory is left for a reap.
+func TestRunLeavesNoCgroup(t *testing.T) {
+	kind, where, why := scope.Containment()
+	if kind != scope.KindCgroup {
+		testproc.Skip(t, "no cgroup containment: %v", why)
+	}
+	mount := cgroupMount(t, where)
+	p := startRun(t, "sh", "-c", "echo cg $(sed -n 's/^0:://p' /proc/self/cgroup)")
+	rel := p.Expect("cg ", 10*time.Second)
+	if len(rel) != 1 {
+		t.Fatalf("the child's cgroup: %q", rel)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatalf("custody run: %v", err)
+	}
+	child := filepath.Join(mount, rel[0])
+	for _, dir := range []string{child, filepath.Dir(child)} {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is left after custody run exited (%v)", dir, err)
+		}
 	}
 }

@@ -147,6 +147,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
 		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "run")}}
 	defer owner.Supervisor.Close()
+	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

@@ -137,19 +137,28 @@ func sameChild(row ledger.Row, id procid.ID) bool {
 func setOwner(row *ledger.Row, owner procid.Incarnation) error {
 	fields := []struct {
 		key string
-		val any
+		val any // nil: the field is removed
 	}{
 		{"owner", owner.PID}, {"spawner_pid", owner.PID}, {"spawner_create", owner.CreateTime},
-		{"spawner_start_ticks", owner.Start},
+		{"spawner_start_ticks", owner.Start}, {"spawner_boot", nil}, {"spawner_pidfd_id", nil},
 	}
+	// The giver's boot start and pidfs id go with it: left in the row, they would name the
+	// giver, and the new owner, checked against them, would read as dead (a reap would stop its
+	// child). The receiver's are recorded as a start records its spawner's (ledger.NewRow).
 	if owner.BootID != "" {
-		fields = append(fields, struct {
-			key string
-			val any
-		}{"spawner_boot", owner.BootStart})
+		fields[4].val = owner.BootStart
+		if owner.PidfdID != 0 {
+			fields[5].val = owner.PidfdID
+		}
 	}
 	for _, f := range fields {
-		if err := row.Set(f.key, f.val); err != nil {
+		var err error
+		if f.val == nil {
+			err = row.Delete(f.key)
+		} else {
+			err = row.Set(f.key, f.val)
+		}
+		if err != nil {
 			return err
 		}
 	}

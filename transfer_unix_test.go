@@ -292,6 +292,38 @@ func ownerOf(t *testing.T, path string, pid int) int {
 	return 0
 }
 
+// spawnerState judges the spawner of record of pid's row as reap does. The file is read as
+// ownerOf reads it: the ledger of another user's receiver is not one root's ledger handle trusts.
+func spawnerState(t *testing.T, path string, pid int) procid.State {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		PID        int
+		BootID     *string  `json:"boot_id"`
+		SpawnerPID int      `json:"spawner_pid"`
+		Ticks      *uint64  `json:"spawner_start_ticks"`
+		Boot       *float64 `json:"spawner_boot"`
+		Create     *float64 `json:"spawner_create"`
+		PidfdID    *uint64  `json:"spawner_pidfd_id"`
+	}
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.PID == pid {
+			rec := procid.Record{PID: r.SpawnerPID, StartTicks: r.Ticks, BootID: r.BootID, BootStart: r.Boot,
+				CreateTime: r.Create, PidfdID: r.PidfdID}
+			st, _ := rec.Check(true)
+			return st
+		}
+	}
+	t.Fatalf("no row for pid %d", pid)
+	return procid.Unknown
+}
+
 // field reads one string field of pid's row, as ownerOf does.
 func field(t *testing.T, path string, pid int, name string) string {
 	t.Helper()
@@ -352,6 +384,10 @@ func TestTransfer(t *testing.T) {
 			mustAlive(t, "after the giver's death, the child", g.child, g.grandchild, g.escapee)
 			if owner := ownerOf(t, env.ledger, g.child.PID); owner != r.Process.Pid {
 				t.Fatalf("row's owner %d after the giver's death, want the receiver %d", owner, r.Process.Pid)
+			}
+			// The row's spawner of record is the receiver, alive: a reap must keep the child.
+			if st := spawnerState(t, env.ledger, g.child.PID); st != procid.Alive {
+				t.Fatalf("the row's spawner (the receiver, alive) reads as %v: a reap would stop the child", st)
 			}
 			killAndWait(t, r)
 			waitGone(t, "after the receiver's death, the child's group", g.child, g.grandchild)

@@ -35,3 +35,27 @@ func TestForeign(t *testing.T) {
 		t.Errorf("after Set of an unknown field: Foreign() = %v, %v; want true", r.Foreign(), err)
 	}
 }
+
+// TestRowDelete: Delete removes one field, bytes and typed view, and leaves every other field's
+// bytes as they were, foreign ones included; deleting a field the row lacks changes nothing.
+func TestRowDelete(t *testing.T) {
+	r, err := ledger.Reparse([]byte(`{"pid":12,"spawner_pidfd_id":7,"load":0.5,"purpose":"serve"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.Delete("spawner_pidfd_id"); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := r.Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"load":0.5,"pid":12,"purpose":"serve"}`; string(raw) != want {
+			t.Errorf("after Delete: %s, want %s", raw, want)
+		}
+		if r.SpawnerPidfdID != nil || r.Purpose != "serve" || !r.Foreign() {
+			t.Errorf("after Delete: spawner pidfs id %v, purpose %q, foreign %v", r.SpawnerPidfdID, r.Purpose, r.Foreign())
+		}
+	}
+}

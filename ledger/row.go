@@ -93,21 +93,40 @@ func (r *Row) Set(key string, v any) error {
 	if err != nil {
 		return fmt.Errorf("ledger: set %s: %w", key, err)
 	}
-	fields := map[string]json.RawMessage{}
-	src := r.raw
-	if src == nil {
-		if src, err = json.Marshal(r); err != nil {
-			return fmt.Errorf("ledger: set %s: %w", key, err)
-		}
-	}
-	if err := json.Unmarshal(src, &fields); err != nil {
-		return fmt.Errorf("ledger: set %s: %w", key, err)
-	}
-	fields[key] = val
-	if r.raw, err = json.Marshal(fields); err != nil {
+	if err := r.edit(key, func(fields map[string]json.RawMessage) { fields[key] = val }); err != nil {
 		return fmt.Errorf("ledger: set %s: %w", key, err)
 	}
 	r.decodeField(key, val, nil)
+	return nil
+}
+
+// Delete removes the field named key from the row, as if it had never been written; a row
+// without it is unchanged.
+func (r *Row) Delete(key string) error {
+	if err := r.edit(key, func(fields map[string]json.RawMessage) { delete(fields, key) }); err != nil {
+		return fmt.Errorf("ledger: delete %s: %w", key, err)
+	}
+	r.decodeField(key, []byte("null"), nil)
+	return nil
+}
+
+// edit applies change to the row's fields, keeping every other field as it is written.
+func (r *Row) edit(key string, change func(map[string]json.RawMessage)) error {
+	fields := map[string]json.RawMessage{}
+	src := r.raw
+	var err error
+	if src == nil {
+		if src, err = json.Marshal(r); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(src, &fields); err != nil {
+		return err
+	}
+	change(fields)
+	if r.raw, err = json.Marshal(fields); err != nil {
+		return err
+	}
 	r.identityOnly = false
 	return nil
 }

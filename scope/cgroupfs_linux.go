@@ -225,9 +225,9 @@ func (o *owner) newScope() (*cgroup, error) {
 
 // removed counts a scope's cgroup removed. The owner directory stays while the owner is active,
 // even empty: making it again at the next start would put its mkdir, and the proofs ensureLocked
-// makes, on every start's path. An owner gone idle removes it (releaseOwnerDir); once the owner
-// is dead its supervisor removes it with the last scope it held, and reap removes what is left of
-// a dead owner (see leftovers).
+// makes, on every start's path. An owner closed or gone idle removes it (releaseOwnerDir); once
+// the owner is dead its supervisor removes it, and reap removes what is left of a dead owner (see
+// leftovers).
 func (o *owner) removed() {
 	o.mu.Lock()
 	defer o.mu.Unlock()

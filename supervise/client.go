@@ -625,12 +625,11 @@ func (c *Client) armIdleLocked() {
 	})
 }
 
-// OnIdle registers f, to be called each time the client releases an idle supervisor, after the
-// release and never under the client's lock, and each time a supervisor that covered nothing
-// dies (none is started in its place until the next registration). From then until the next registration no
-// supervisor runs: whatever the owner holds for later (custody.Owner's spare cgroup, and its
-// empty cgroup directory) would outlive the owner's death, with nobody left to remove it but a
-// reap, so f should let it go. The returned stop unregisters f.
+// OnIdle registers f, to be called, never under the client's lock, each time the client releases
+// an idle supervisor and each time a supervisor that covered nothing dies. From then until the
+// next registration no supervisor runs: whatever the owner holds for later (custody.Owner's spare
+// cgroup, and its empty cgroup directory) would outlive the owner's death, with nobody left to
+// remove it but a reap, so f should let it go. The returned stop unregisters f.
 func (c *Client) OnIdle(f func()) (stop func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -23,6 +23,10 @@ const killWait = 2 * time.Second
 // descriptor held is what the sweep kills. On macOS, with no cgroups, the open fails and the line
 // is ignored like any line the supervisor cannot use.
 func (s *server) coverCgroup(path string) {
+	// Its owner directory is remembered even when the cgroup is gone by the time the line is
+	// read (a child that ended and was released before a busy supervisor got to its line): the
+	// directory is still there, to be removed at the owner's death (removeDeadOwners).
+	s.owners[filepath.Dir(path)] = path
 	sc, err := scope.OpenCgroup(path)
 	switch {
 	case errors.Is(err, procid.ErrGone): // released and removed before the line was read
@@ -34,7 +38,6 @@ func (s *server) coverCgroup(path string) {
 	}
 	s.dropCgroup(path)
 	s.cgroups[path] = sc
-	s.owners[filepath.Dir(path)] = path
 	if s.stopping { // covered while the owner dies
 		s.signalCgroup(path, sc, unix.SIGTERM)
 	}

@@ -32,6 +32,7 @@ func ownerPipe(cfg Config) io.Reader {
 	if err == nil {
 		var r *dyingReader
 		if r, err = newDyingReader(int(os.Stdin.Fd()), cfg.withDefaults().Grace); err == nil {
+			r.word = w
 			go func() {
 				if awaitOwnerDied(w) {
 					r.dead()
@@ -104,6 +105,7 @@ type dyingReader struct {
 	f     *os.File
 	rc    syscall.RawConn
 	wait  time.Duration
+	word  *uint32 // the death word; nil in tests that tell the death through dead alone
 	dying atomic.Bool
 	mu    sync.Mutex // orders dead's wake-up and the report of errDying
 	told  bool       // errDying was reported
@@ -158,6 +160,16 @@ func (r *dyingReader) Read(b []byte) (int, error) {
 			return rerr != unix.EAGAIN || r.dying.Load() && !r.told
 		})
 		switch {
+		case err == nil && rerr == nil && n == 0 && !r.told && r.marked():
+			// The end of the pipe came before the word's waiter said so: on a busy machine it
+			// may not have run yet. A dying owner's word is marked before its files close (each
+			// thread's robust list is walked before its files are let go, and the pipe closes
+			// with the last thread's), so a marked word at the end is a death, not a release.
+			r.mu.Lock()
+			r.dying.Store(true)
+			r.told = true
+			r.mu.Unlock()
+			return 0, errDying
 		case err == nil && rerr == nil && n == 0:
 			return 0, io.EOF
 		case err == nil && rerr == nil:
@@ -177,6 +189,11 @@ func (r *dyingReader) Read(b []byte) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// marked reports whether the kernel has marked the death word FUTEX_OWNER_DIED.
+func (r *dyingReader) marked() bool {
+	return r.word != nil && atomic.LoadUint32(r.word)&futexOwnerDied != 0
 }
 
 // errDyingOpen ends the reading of a dying owner's pipe that is still open when its wait is

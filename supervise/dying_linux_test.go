@@ -3,6 +3,7 @@ package supervise
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -119,4 +120,27 @@ func TestDyingEndsWhileThePipeStaysOpen(t *testing.T) {
 	served := serveDying(dr)
 	awaitTERM(t, s)
 	awaitServed(t, served, "the loop did not end while the pipe stayed open")
+}
+
+// TestDyingWordAtEOF: when the pipe's end is read before the word's waiter has told the reader
+// (dead is never called here), a word the kernel marked FUTEX_OWNER_DIED makes the end a death:
+// errDying first, then the end. An unmarked word leaves it a release: the end alone.
+func TestDyingWordAtEOF(t *testing.T) {
+	for _, tc := range []struct {
+		word uint32
+		want []error
+	}{
+		{futexOwnerDied, []error{errDying, io.EOF}},
+		{uint32(os.Getpid()), []error{io.EOF, io.EOF}},
+	} {
+		w, dr := dyingPipe(t, time.Minute)
+		word := tc.word
+		dr.word = &word
+		w.Close()
+		for i, want := range tc.want {
+			if _, err := dr.Read(make([]byte, 64)); err != want {
+				t.Errorf("word %#x, read %d: %v, want %v", tc.word, i, err, want)
+			}
+		}
+	}
 }

@@ -195,8 +195,20 @@ func removeCgroups(root string) {
 }
 
 // custody run inside custody run is a nested owner: ps shows the inner child under the inner
-// owner, indented, with each row's containment.
+// owner, indented, with each row's containment. Started through a shell that the outer run owns
+// (shell=true), the inner owner is not a row: in cgroups the inner child sits under the shell's
+// row, whose cgroup holds its own.
 func TestPsShowsNesting(t *testing.T) {
+	for _, shell := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shell=%v", shell), func(t *testing.T) { psShowsNesting(t, shell) })
+	}
+}
+
+func psShowsNesting(t *testing.T, shell bool) {
+	kind, _, _ := scope.Containment()
+	if shell && kind != scope.KindCgroup {
+		testproc.Skip(t, "no cgroup containment: with process groups a row whose spawner is not listed is a root")
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -209,16 +221,18 @@ func TestPsShowsNesting(t *testing.T) {
 	inner := []string{"sh", "-c", `for i in $(seq 200); do out=$(` + ps + `) || exit 1; ` +
 		`[ "$(printf '%s\n' "$out" | wc -l)" -ge 3 ] && break; sleep 0.05; done; printf '%s\n' "$out"`}
 	middle := append(append(append([]string{exe}, g...), "run", "--"), inner...)
+	if shell { // not exec: the shell stays, the row the outer run writes
+		middle = append([]string{"sh", "-c", `"$@"; exit $?`, "sh"}, middle...)
+	}
 	r := runCLI(t, append(append(g, "run", "--"), middle...)...)
 	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
 	if r.code != 0 || len(lines) != 3 {
 		t.Fatalf("nested ps: %+v", r)
 	}
-	kind, _, _ := scope.Containment()
 	header, outer, nested := strings.Fields(lines[0]), strings.Fields(lines[1]), strings.Fields(lines[2])
 	spawner, contained := slices.Index(header, "SPAWNER"), slices.Index(header, "CONTAINMENT")
 	if strings.HasPrefix(lines[1], " ") || !strings.HasPrefix(lines[2], "  ") || len(nested) < len(header) ||
-		spawner < 0 || contained < 0 || nested[spawner] != outer[0] ||
+		spawner < 0 || contained < 0 || (nested[spawner] == outer[0]) == shell ||
 		outer[contained] != kind.Containment() || nested[contained] != kind.Containment() {
 		t.Fatalf("nested ps: want the inner row under the outer one, both %s:\n%s", kind.Containment(), r.stdout)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -41,7 +42,9 @@ that it can neither split a row nor reach the terminal. An empty field shows as 
 CONTAINMENT says what holds each process and what it starts: cgroup (nothing escapes it),
 process-group (a descendant that calls setsid or setpgid leaves it) or job (Windows). A row whose
 spawner is another listed process is shown under it, indented: the children of a nested owner
-(an owned child that owns children itself) sit under that owner.
+(an owned child that owns children itself) sit under that owner. In cgroups, a row whose spawner
+is not listed (a nested owner started by a listed shell) sits under the row whose cgroup holds
+its own.
 
 A corrupt ledger is moved aside to <ledger>.corrupt and said so on stderr; the list is then empty.
 
@@ -189,8 +192,10 @@ type nested struct {
 
 // nest orders rows as a tree: a row whose spawner is the process another row names (the same
 // incarnation) comes right after it, indented one level further. An owner running inside another
-// owner's scope (a nested owner) is such a row, and its children are its rows. Rows whose spawner
-// is not listed are roots, in ledger order.
+// owner's scope (a nested owner) is such a row, and its children are its rows. A nested owner
+// that is not itself a row (started by a shell that is one, say) leaves its children's rows a
+// spawner that is not listed: in cgroups they sit under the row whose cgroup holds theirs. Rows
+// with neither are roots, in ledger order.
 func nest(entries []ledger.Entry) []nested {
 	type key struct {
 		pid   int
@@ -204,8 +209,21 @@ func nest(entries []ledger.Entry) []nested {
 		return k
 	}
 	index := map[key]int{}
+	byCgroup := map[string]int{}
 	for i, e := range entries {
 		index[keyOf(e.PID, e.StartTicks)] = i
+		if e.Cgroup != "" {
+			byCgroup[path.Clean(e.Cgroup)] = i
+		}
+	}
+	// within returns the row whose cgroup is the nearest to hold cg, below it.
+	within := func(cg string) (int, bool) {
+		for d := path.Dir(path.Clean(cg)); d != "/" && d != "."; d = path.Dir(d) {
+			if p, ok := byCgroup[d]; ok {
+				return p, true
+			}
+		}
+		return -1, false
 	}
 	kids := make([][]int, len(entries))
 	var roots []int
@@ -213,6 +231,9 @@ func nest(entries []ledger.Entry) []nested {
 		p, ok := -1, false
 		if e.SpawnerPID != nil {
 			p, ok = index[keyOf(*e.SpawnerPID, e.SpawnerStartTicks)]
+		}
+		if !ok && e.Cgroup != "" {
+			p, ok = within(e.Cgroup)
 		}
 		if ok && p != i {
 			kids[p] = append(kids[p], i)

@@ -104,7 +104,11 @@ func ledgerPath(t *testing.T) string { return filepath.Join(t.TempDir(), "spawn-
 func newOwner(t *testing.T) *custody.Owner {
 	sup := &supervise.Client{Grace: time.Second}
 	t.Cleanup(func() { sup.Close() })
-	return &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
+	o := &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
+	// Closed before the ledger's directory is removed: a child that ended is released in the
+	// background (its row dropped, a write in that directory), and Close waits for that.
+	t.Cleanup(func() { o.Close() })
+	return o
 }
 
 // start starts a worker through o, with its stdin a pipe the test holds.

@@ -135,23 +135,23 @@ func sameChild(row ledger.Row, id procid.ID) bool {
 // spawner, and a transferred child must not be swept because the giver, which started it, is
 // gone while the owner that covers it lives.
 func setOwner(row *ledger.Row, owner procid.Incarnation) error {
-	fields := []struct {
-		key string
-		val any // nil: the field is removed
-	}{
-		{"owner", owner.PID}, {"spawner_pid", owner.PID}, {"spawner_create", owner.CreateTime},
-		{"spawner_start_ticks", owner.Start}, {"spawner_boot", nil}, {"spawner_pidfd_id", nil},
-	}
 	// The giver's boot start and pidfs id go with it: left in the row, they would name the
 	// giver, and the new owner, checked against them, would read as dead (a reap would stop its
 	// child). The receiver's are recorded as a start records its spawner's (ledger.NewRow).
+	var boot, pidfd any // nil: the field is removed
 	if owner.BootID != "" {
-		fields[4].val = owner.BootStart
+		boot = owner.BootStart
 		if owner.PidfdID != 0 {
-			fields[5].val = owner.PidfdID
+			pidfd = owner.PidfdID
 		}
 	}
-	for _, f := range fields {
+	for _, f := range []struct {
+		key string
+		val any
+	}{
+		{"owner", owner.PID}, {"spawner_pid", owner.PID}, {"spawner_create", owner.CreateTime},
+		{"spawner_start_ticks", owner.Start}, {"spawner_boot", boot}, {"spawner_pidfd_id", pidfd},
+	} {
 		var err error
 		if f.val == nil {
 			err = row.Delete(f.key)

@@ -77,7 +77,11 @@ func helperEndingOwner(args []string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	cg := rowCgroupOf(o, c.ID.PID)
+	cg, err := rowCgroupOf(o.Ledger, c.ID.PID)
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
 	if res := c.Stop(ctx, stop.Options{Grace: time.Second}); res.Outcome != stop.Exited {
 		fmt.Println("error stop:", res.Outcome, res.Reason)
 		return 1
@@ -95,15 +99,4 @@ func helperEndingOwner(args []string) int {
 		os.Exit(0)
 	}
 	select {}
-}
-
-// rowCgroupOf returns the cgroup of pid's row in o's ledger, or "" when there is none.
-func rowCgroupOf(o *custody.Owner, pid int) string {
-	rows, _ := o.Ledger.Rows(context.Background())
-	for _, r := range rows {
-		if r.PID == pid {
-			return r.Cgroup
-		}
-	}
-	return ""
 }

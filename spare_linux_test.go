@@ -53,17 +53,26 @@ func cgroupDir(t *testing.T, rel string) string {
 // rowCgroup returns the cgroup of pid's row.
 func rowCgroup(t *testing.T, l *ledger.Ledger, pid int) string {
 	t.Helper()
-	rows, err := l.Rows(context.Background())
+	cg, err := rowCgroupOf(l, pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cg
+}
+
+// rowCgroupOf returns the cgroup of pid's row in l; helper processes, which have no test to fail,
+// call it directly.
+func rowCgroupOf(l *ledger.Ledger, pid int) (string, error) {
+	rows, err := l.Rows(context.Background())
+	if err != nil {
+		return "", err
+	}
 	for _, r := range rows {
 		if r.PID == pid {
-			return r.Cgroup
+			return r.Cgroup, nil
 		}
 	}
-	t.Fatalf("no row for pid %d", pid)
-	return ""
+	return "", fmt.Errorf("no row for pid %d", pid)
 }
 
 // requireEmptyCgroup fails unless dir is a cgroup with no process in it or below it.
@@ -230,7 +239,11 @@ func helperIdleOwner(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	fmt.Println("child", c.ID.PID, rowCgroupOf(o, c.ID.PID), sup.PID(), sup.Covered())
+	cg, err := rowCgroupOf(o.Ledger, c.ID.PID)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Println("child", c.ID.PID, cg, sup.PID(), sup.Covered())
 	select {}
 }
 

@@ -480,14 +480,9 @@ func (c *Client) wait(p *proc) {
 	c.lostLocked(p, err)
 	// Lost while it covered nothing: no new one is started, and the owner is as after an idle
 	// release, with nobody to remove at its death what it holds for later.
-	idle := c.sup == nil && c.emptyLocked() && !c.closed
-	hooks := slices.Collect(maps.Values(c.onIdle))
+	tell := c.tellIdleLocked(c.sup == nil && c.emptyLocked() && !c.closed)
 	c.mu.Unlock()
-	if idle {
-		for _, f := range hooks {
-			f()
-		}
-	}
+	tell()
 }
 
 // lostLocked handles the loss of the current supervisor p, seen by its waiter or by a failed
@@ -615,14 +610,24 @@ func (c *Client) armIdleLocked() {
 			c.unreserveLocked()
 			c.releaseLocked()
 		}
-		hooks := slices.Collect(maps.Values(c.onIdle))
+		tell := c.tellIdleLocked(released)
 		c.mu.Unlock()
-		if released {
-			for _, f := range hooks {
-				f()
-			}
-		}
+		tell()
 	})
+}
+
+// tellIdleLocked returns what tells the OnIdle hooks, when idle, of the client left without a
+// supervisor; the caller calls it once it has released the lock.
+func (c *Client) tellIdleLocked(idle bool) func() {
+	if !idle {
+		return func() {}
+	}
+	hooks := slices.Collect(maps.Values(c.onIdle))
+	return func() {
+		for _, f := range hooks {
+			f()
+		}
+	}
 }
 
 // OnIdle registers f, to be called, never under the client's lock, each time the client releases

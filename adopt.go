@@ -107,6 +107,8 @@ func (o *Owner) redeem(ctx context.Context, grant string) (*Child, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A courtesy on the wall clock, which is all a token carries: it names an expiry the giver
+	// has passed without a connection. The giver's own deadline, on its monotonic clock, decides.
 	if time.Now().After(tok.expiry()) {
 		return nil, fmt.Errorf("%w at %s", ErrGrantExpired, tok.expiry().Format(time.RFC3339))
 	}

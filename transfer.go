@@ -101,6 +101,10 @@ type Grant struct {
 	cancel chan struct{} // closed by Cancel
 	done   chan struct{} // closed when the grant has ended
 	res    TransferResult
+	// deadline is when the giver stops serving the grant. It carries the monotonic clock's
+	// reading, which the token's expires (wall-clock milliseconds) cannot: a step of the wall
+	// clock neither ends the grant early nor extends it.
+	deadline time.Time
 
 	cancelOnce sync.Once
 	endMu      sync.Mutex
@@ -118,9 +122,9 @@ func (o *Owner) newGrant(opts GrantOptions) (*Grant, error) {
 		return nil, fmt.Errorf("grant: %w", err)
 	}
 	g := &Grant{owner: o, ln: ln, dir: dir, bound: make(chan *Child, 1), cancel: make(chan struct{}),
-		done: make(chan struct{})}
+		done: make(chan struct{}), deadline: time.Now().Add(ttl)}
 	g.tok = grantToken{Sock: addr, Giver: os.Getpid(), Ledger: o.Ledger.Path(), Secret: newSecret(),
-		Expires: time.Now().Add(ttl).UnixMilli()}
+		Expires: g.deadline.UnixMilli()}
 	go g.serve()
 	return g, nil
 }
@@ -149,7 +153,7 @@ func (g *Grant) bind(c *Child) { g.bound <- c }
 func (g *Grant) String() string { return g.tok.String() }
 
 // Expires returns the time the grant stops being served.
-func (g *Grant) Expires() time.Time { return g.tok.expiry() }
+func (g *Grant) Expires() time.Time { return g.deadline }
 
 // Done is closed when the grant has ended; [Grant.Result] then says how.
 func (g *Grant) Done() <-chan struct{} { return g.done }
@@ -187,7 +191,7 @@ func (g *Grant) serve() {
 	defer os.RemoveAll(g.dir)
 	defer g.ln.Close()
 	var c *Child
-	expiry := time.NewTimer(time.Until(g.tok.expiry()))
+	expiry := time.NewTimer(time.Until(g.deadline))
 	defer expiry.Stop()
 	select {
 	case c = <-g.bound:
@@ -261,7 +265,7 @@ func (g *Grant) handle(conn grantConn, c *Child) (res TransferResult, consumed b
 		return res, false
 	}
 	g.ln.Close() // one-shot: from here on nobody else can connect
-	if time.Now().After(g.tok.expiry()) {
+	if time.Now().After(g.deadline) {
 		refuse(conn, "expired")
 		return TransferResult{Outcome: Expired, Reason: "presented after its expiry"}, true
 	}

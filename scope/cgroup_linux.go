@@ -46,6 +46,8 @@ type cgroup struct {
 	fd     int        // O_DIRECTORY; -1 once closed
 	held   *heldFiles // interface files a supervisor holds open (see hold); nil when none
 	closed bool
+	// uncounted: no longer among made's live scopes (removed, or handed to another owner).
+	uncounted bool
 }
 
 // openCgroup opens the cgroup at rel below the mount h.
@@ -444,18 +446,36 @@ func (c *cgroup) teardown() error {
 func (c *cgroup) remove() error {
 	err := removeTree(c.path, c.id)
 	c.close()
-	switch {
-	case err != nil:
-	case c.made != nil:
-		c.made.removed()
-	default:
+	if err != nil {
+		return err
+	}
+	if !c.uncount() {
 		// Opened from a row or by a supervisor: the owner may be dead, and its directory is
 		// removed with its last scope. While the owner lives, its next scope makes it again.
 		if parent := filepath.Dir(c.path); ownerDirName.MatchString(filepath.Base(parent)) {
 			unix.Rmdir(parent)
 		}
 	}
-	return err
+	return nil
+}
+
+// disown stops counting a cgroup this process made among its live scopes, leaving it in place:
+// it has been handed to another owner, whose to remove it is. Counted on, it would keep this
+// process's directory of scopes from ever being removed (see ReleaseOwnerDir), long after the
+// other owner had removed the cgroup.
+func (c *cgroup) disown() { c.uncount() }
+
+// uncount takes the cgroup off its owner's count of live scopes, once however often it is
+// called (a scope closed twice, or handed over and then closed), and reports whether this
+// process made it.
+func (c *cgroup) uncount() (made bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.made != nil && !c.uncounted {
+		c.uncounted = true
+		c.made.removed()
+	}
+	return c.made != nil
 }
 
 // removeTree removes the directory tree at path, deepest first, if path is still the cgroup id.

@@ -28,6 +28,7 @@ func (c *cgroup) populated() (bool, error)         { return false, noCgroups() }
 func (c *cgroup) wait(context.Context) error       { return noCgroups() }
 func (c *cgroup) kill() error                      { return noCgroups() }
 func (c *cgroup) remove() error                    { return noCgroups() }
+func (c *cgroup) disown()                          {}
 func (c *cgroup) teardown() error                  { return noCgroups() }
 func (c *cgroup) close()                           {}
 func prepareCgroup(*exec.Cmd, *Reservation) error  { return nil }

@@ -247,6 +247,7 @@ func (s *Scope) release() error {
 	s.closeGroup()
 	if s.sys.cg != nil {
 		s.sys.cg.close()
+		s.sys.cg.disown()
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,9 @@ func newGate(cmd *exec.Cmd) (*gate, error) {
 	if !initCalled.Load() || cmd.Err != nil || noGate {
 		return nil, nil
 	}
+	if err := execable(cmd); err != nil {
+		return nil, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil
@@ -67,6 +71,32 @@ func newGate(cmd *exec.Cmd) (*gate, error) {
 	cmd.Env = append(cmd.Env, envGateFD+"="+strconv.Itoa(fd), envGatePath+"="+cmd.Path)
 	cmd.Path = exe
 	return &gate{r: r, w: w}, nil
+}
+
+// execable fails as cmd.Start would if the program cannot be executed: missing, a directory, or
+// not executable by this process (the same checks as exec.LookPath). A gated child execs its
+// program only after Start has returned, so without this check such a start would succeed, and
+// the child would exit at once with 127 or 126 (the gate's exec error goes to its stderr).
+// Faults only an exec(2) finds (a bad binary format, a script's missing interpreter) still end
+// the child that way.
+func execable(cmd *exec.Cmd) error {
+	path := cmd.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cmd.Dir, path) // what the child's exec resolves it against
+	}
+	var st unix.Stat_t
+	err := unix.Stat(path, &st)
+	switch {
+	case err != nil:
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		err = unix.EACCES // as execve(2) answers for a directory
+	default:
+		err = unix.Faccessat(unix.AT_FDCWD, path, unix.X_OK, unix.AT_EACCESS)
+	}
+	if err != nil {
+		return &os.PathError{Op: "fork/exec", Path: cmd.Path, Err: err}
+	}
+	return nil
 }
 
 // started closes the owner's copy of the child's end, once the child has its own.

@@ -185,7 +185,8 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 	if cg == "" {
 		if g, err = newGate(cmd); err != nil {
 			w.abort()
-			return nil, fmt.Errorf("custody: start %s: %w", path, err)
+			scope.Abandon(cmd)
+			return nil, fmt.Errorf("custody: start: %w", err)
 		}
 	}
 	// On the cgroup path the child's start is read from the clock around its fork rather than from

@@ -271,36 +271,22 @@ func scopeOf(t *testing.T, path string, pid int) string {
 	return field(t, path, pid, "scope")
 }
 
-// ownerOf reads the owner the ledger names for pid. It reads the file itself: the ledger may be
-// another user's, which the ledger package rightly refuses to trust.
+// ownerOf reads the owner the ledger names for pid.
 func ownerOf(t *testing.T, path string, pid int) int {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []struct{ PID, Owner int }
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
+	for _, r := range rowsOf[struct{ PID, Owner int }](t, path) {
 		if r.PID == pid && r.Owner != 0 {
 			return r.Owner
 		}
 	}
-	t.Fatalf("no row with an owner for pid %d in %d rows", pid, len(rows))
+	t.Fatalf("no row with an owner for pid %d", pid)
 	return 0
 }
 
-// spawnerState judges the spawner of record of pid's row as reap does. The file is read as
-// ownerOf reads it: the ledger of another user's receiver is not one root's ledger handle trusts.
+// spawnerState judges the spawner of record of pid's row as reap does.
 func spawnerState(t *testing.T, path string, pid int) procid.State {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []struct {
+	type row struct {
 		PID        int
 		BootID     *string  `json:"boot_id"`
 		SpawnerPID int      `json:"spawner_pid"`
@@ -309,10 +295,7 @@ func spawnerState(t *testing.T, path string, pid int) procid.State {
 		Create     *float64 `json:"spawner_create"`
 		PidfdID    *uint64  `json:"spawner_pidfd_id"`
 	}
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
+	for _, r := range rowsOf[row](t, path) {
 		if r.PID == pid {
 			rec := procid.Record{PID: r.SpawnerPID, StartTicks: r.Ticks, BootID: r.BootID, BootStart: r.Boot,
 				CreateTime: r.Create, PidfdID: r.PidfdID}
@@ -324,18 +307,10 @@ func spawnerState(t *testing.T, path string, pid int) procid.State {
 	return procid.Unknown
 }
 
-// field reads one string field of pid's row, as ownerOf does.
+// field reads one string field of pid's row.
 func field(t *testing.T, path string, pid int, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]any
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
+	for _, r := range rowsOf[map[string]any](t, path) {
 		if r["pid"] == float64(pid) {
 			v, _ := r[name].(string)
 			t.Logf("pid %d: %s %q", pid, name, v)
@@ -344,6 +319,22 @@ func field(t *testing.T, path string, pid int, name string) string {
 	}
 	t.Fatalf("no row for pid %d", pid)
 	return ""
+}
+
+// rowsOf decodes the ledger file at path into rows of type T. It reads the file itself: the
+// ledger may be another user's (a receiver's), which root's ledger handle rightly refuses to
+// trust.
+func rowsOf[T any](t *testing.T, path string) []T {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []T
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 func killAndWait(t *testing.T, p *testproc.Proc) {

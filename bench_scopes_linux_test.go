@@ -2,7 +2,6 @@ package custody_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -17,56 +16,27 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/benchowner"
 	"github.com/custody-dev/custody/internal/testproc"
-	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/scope"
-	"github.com/custody-dev/custody/supervise"
 )
 
 func init() {
-	testproc.RegisterBenchmark("bench-owner", helperBenchOwner)
+	testproc.RegisterBenchmark("bench-owner", benchowner.Main)
 	testproc.RegisterBenchmark("bench-plain-owner", helperPlainOwner)
 }
 
-// scopeTree is each scope's program: a shell that starts a cat (the grandchild) and becomes a
-// cat itself, both reading the lifeline, after printing "<grandchild> <child>". Each exits on
-// SIGTERM. (A background command's stdin is /dev/null in a shell without job control, before its
-// own redirections: the lifeline goes through fd 3.)
-const scopeTree = `exec 3<&0; cat <&3 3<&- & echo $! $$; exec cat 3<&-`
-
-// helperBenchOwner owns args[0] scopes, each a scopeTree (its ledger at args[1]), holds a
-// ballast of args[2] MiB when given (see ballast), prints "ready" and waits to be killed.
-// Its fd 3 is the write end of a pipe that only it holds: the benchmark sees its end when the
-// kernel closes the dying owner's files, as its supervisor sees the end of its own pipe.
-func helperBenchOwner(args []string) int {
-	syscall.CloseOnExec(3)
-	n, _ := strconv.Atoi(args[0])
-	ballast(args[2:])
-	o := &custody.Owner{Ledger: ledger.Open(args[1]), Supervisor: &supervise.Client{Grace: 3 * time.Second}}
-	for range n {
-		cmd := exec.Command("sh", "-c", scopeTree)
-		cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
-		if _, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"}); err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-	}
-	fmt.Println("ready")
-	select {}
-}
-
-// helperPlainOwner starts args[0] scopeTrees (with a ballast of args[1] MiB when given) as a
+// helperPlainOwner starts args[0] trees (benchowner.Tree; with a ballast of args[1] MiB when given) as a
 // plain Go program would (os/exec, each in a
 // process group: no ledger, no scope, no supervisor), prints "ready" and waits to be killed. It
 // does not wait for them (a thread per child blocked in waitid would slow its death). Its fd 3
-// is the lifeline's write end, as helperBenchOwner's.
+// is the lifeline's write end, as benchowner.Main's.
 func helperPlainOwner(args []string) int {
 	syscall.CloseOnExec(3)
 	n, _ := strconv.Atoi(args[0])
-	ballast(args[1:])
+	benchowner.Ballast(args[1:])
 	for range n {
-		cmd := exec.Command("sh", "-c", scopeTree)
+		cmd := exec.Command("sh", "-c", benchowner.Tree)
 		cmd.Stdin, cmd.Stdout = os.Stdin, os.Stdout
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
@@ -76,20 +46,6 @@ func helperPlainOwner(args []string) int {
 	}
 	fmt.Println("ready")
 	select {}
-}
-
-// ballast gives the process args[0] MiB of memory it has touched (none without args), as a real
-// owner has: a program's death takes longer the more memory the kernel has to tear down before
-// it closes the program's files.
-func ballast(args []string) {
-	if len(args) == 0 {
-		return
-	}
-	mib, _ := strconv.Atoi(args[0])
-	if mib > 0 {
-		// Populated at once: touching each page would cost a fault each, seconds per owner.
-		unix.Mmap(-1, 0, mib<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
-	}
 }
 
 // BenchmarkOwnerDeathScopes measures the time from an owner's SIGKILL to the exit of every process
@@ -155,8 +111,14 @@ func BenchmarkOwnerDeathScopes(b *testing.B) {
 	b.Run(fmt.Sprintf("scopes=20/owner-heap=%dMiB/baseline=owner-kill+direct-kill", heap), func(b *testing.B) { benchOwnerDeathDirect(b, 20, false, heap) })
 }
 
+// envOwnerAt names an owner binary built from another revision (benchowner.Main at that
+// revision; scripts/bench-against builds it). When set, the interleaved runs time its death too,
+// its scopes process groups, as process-group-at-rev: the process-group path of that revision.
+const envOwnerAt = "CUSTODY_BENCH_OWNER_AT"
+
 // benchScopesInterleaved runs the owned deaths of both containments and the three floors that
-// kill the same trees themselves in one loop, each death of an iteration in turn and each going
+// kill the same trees themselves in one loop (and, with $CUSTODY_BENCH_OWNER_AT, another
+// revision's owner), each death of an iteration in turn and each going
 // first in turn, as BenchmarkStart alternates its two starts: the sub-benchmarks above run one
 // after the other, and on a shared virtual machine the floor of one minute is not the next
 // minute's (the direct kill alone has ranged from 1.2 to 2.7 ms at 20 scopes between runs). It
@@ -167,15 +129,20 @@ func benchScopesInterleaved(b *testing.B, n int) {
 		die  func() time.Duration
 		ds   []time.Duration
 	}
-	owned := func(c string) func() time.Duration {
-		return func() time.Duration { d, _ := ownedDeath(b, n, 0, c); return d }
+	owned := func(c, at string) func() time.Duration {
+		return func() time.Duration { d, _ := ownedDeath(b, n, 0, c, at); return d }
 	}
 	deaths := []*death{
-		{name: "cgroup", die: owned(scope.KindCgroup.Containment())},
-		{name: "process-group", die: owned(scope.KindGroup.Containment())},
+		{name: "cgroup", die: owned(scope.KindCgroup.Containment(), "")},
+		{name: "process-group", die: owned(scope.KindGroup.Containment(), "")},
 		{name: "direct-kill", die: func() time.Duration { return directKill(b, n, false) }},
 		{name: "direct-kill-in-cgroups", die: func() time.Duration { return directKill(b, n, true) }},
 		{name: "owner-kill+direct-kill", die: func() time.Duration { d, _ := plainOwnerDeathDirect(b, n, false, 0); return d }},
+	}
+	if at := os.Getenv(envOwnerAt); at != "" {
+		// An owner built from another revision, process groups whatever it can have: that
+		// revision's process-group path, timed beside this one's.
+		deaths = append(deaths, &death{name: "process-group-at-rev", die: owned(scope.KindGroup.Containment(), at)})
 	}
 	b.StopTimer()
 	for i := range b.N {
@@ -263,7 +230,7 @@ func benchScopesDeath(b *testing.B, n, heap int) {
 	var ds, owner []time.Duration
 	b.StopTimer()
 	for range b.N {
-		d, eof := ownedDeath(b, n, heap, "")
+		d, eof := ownedDeath(b, n, heap, "", "")
 		ds, owner = append(ds, d), append(owner, eof)
 	}
 	reportP50(b, ds)
@@ -273,7 +240,8 @@ func benchScopesDeath(b *testing.B, n, heap int) {
 // ownedDeath is one death of benchScopesDeath, its owner's scopes of the given containment (the
 // environment's when empty): the scopes' last exit, and when the owner's files closed. The owner's
 // own end may come after the scopes' last exit (its supervisor acts at the start of its death).
-func ownedDeath(b *testing.B, n, heap int, containment string) (last, owner time.Duration) {
+// The owner is this binary's benchowner.Main, or, when at is not empty, the owner binary at.
+func ownedDeath(b *testing.B, n, heap int, containment, at string) (last, owner time.Duration) {
 	r, w, err := os.Pipe() // the lifeline
 	if err != nil {
 		b.Fatal(err)
@@ -283,7 +251,7 @@ func ownedDeath(b *testing.B, n, heap int, containment string) (last, owner time
 	if containment != "" {
 		env = []string{scope.EnvContainment + "=" + containment}
 	}
-	cmd, out, eof := startBenchOwner(b, n, heap, env, r)
+	cmd, out, eof := startBenchOwner(b, n, heap, env, r, at)
 	r.Close()
 	x := watchExits(b, append([]int{eof}, readTrees(b, out, n, true)...))
 	b.StartTimer()
@@ -295,22 +263,32 @@ func ownedDeath(b *testing.B, n, heap int, containment string) (last, owner time
 	return slices.Max(exits[1:]), exits[0]
 }
 
-// startBenchOwner starts the owner helper with n scopes, heap MiB, env added to its environment
-// and the lifeline as its stdin. It returns its stdout unread, and the read end of the pipe whose
-// write end only the owner holds.
-func startBenchOwner(b *testing.B, n, heap int, env []string, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
-	return startOwnerHelper(b, "bench-owner", []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}, env, lifeline)
+// startBenchOwner starts the owner helper (or, when at is not empty, the owner binary at) with n
+// scopes, heap MiB, env added to its environment and the lifeline as its stdin. It returns its
+// stdout unread, and the read end of the pipe whose write end only the owner holds.
+func startBenchOwner(b *testing.B, n, heap int, env []string, lifeline *os.File, at string) (cmd *exec.Cmd, out io.Reader, eof int) {
+	args := []string{strconv.Itoa(n), b.TempDir() + "/l.json", strconv.Itoa(heap)}
+	if at != "" {
+		cmd = testproc.Command(b, at, args...)
+		cmd.Env = os.Environ()
+		return startOwner(b, cmd, env, lifeline)
+	}
+	return startOwnerHelper(b, "bench-owner", args, env, lifeline)
 }
 
 // startOwnerHelper is startBenchOwner for the named owner helper and its arguments, with env
 // added to its environment.
 func startOwnerHelper(b *testing.B, helper string, args, env []string, lifeline *os.File) (cmd *exec.Cmd, out io.Reader, eof int) {
+	return startOwner(b, testproc.Helper(b, helper, args...), env, lifeline)
+}
+
+// startOwner is startOwnerHelper for an unstarted command.
+func startOwner(b *testing.B, cmd *exec.Cmd, env []string, lifeline *os.File) (_ *exec.Cmd, out io.Reader, eof int) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	cmd = testproc.Helper(b, helper, args...)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = lifeline, os.Stderr, []*os.File{w}
 	out, _ = cmd.StdoutPipe()
@@ -336,7 +314,7 @@ func benchOwnerDeath(b *testing.B) {
 	var ds []time.Duration
 	b.StopTimer()
 	for range b.N {
-		cmd, out, eof := startBenchOwner(b, 0, 0, nil, nil)
+		cmd, out, eof := startBenchOwner(b, 0, 0, nil, nil, "")
 		x := watchExits(b, append([]int{eof, pidfd(b, cmd.Process.Pid)}, readTrees(b, out, 0, true)...))
 		b.StartTimer()
 		start := time.Now()
@@ -375,7 +353,7 @@ func directKill(b *testing.B, n int, inCgroups bool) time.Duration {
 	var cmds []*exec.Cmd
 	var scopes []*scope.Scope
 	for range n {
-		cmd := exec.Command("sh", "-c", scopeTree)
+		cmd := exec.Command("sh", "-c", benchowner.Tree)
 		cmd.Stdin, cmd.Stdout = r, pw
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if inCgroups {

@@ -26,8 +26,12 @@
 //	Windows  a job object with KILL_ON_JOB_CLOSE,       the kernel: the owner's job handle closes
 //	         the child assigned while suspended         when the owner dies, killing the job
 //
-// Nothing leaves a cgroup or a job. A process group does not contain a descendant that calls
-// setsid(2) or setpgid(2) to leave it; [scope.Containment] says which this process gets. An owner
+// Nothing leaves a job, nor a cgroup by setsid(2), setpgid(2) or forking: only by a write of its
+// PID into a cgroup.procs outside, which needs write access there and at the common ancestor
+// (any process of root has it; in a delegated subtree any process of its user; and the service
+// manager moves a process on request, as systemd-run --scope asks). custody does not prevent such
+// a move, and a child so moved outlives its owner; its row stays for reap, which stops it. A
+// process group does not contain a descendant that calls setsid(2) or setpgid(2) to leave it; [scope.Containment] says which this process gets. An owner
 // that runs inside a custody cgroup (a nested owner) makes its children's cgroups inside its own.
 package custody
 

@@ -24,8 +24,11 @@
 // another owner taking it over.
 //
 // What each scope guarantees, and where it stops:
-//   - Linux cgroup: nothing leaves it. setsid(2), setpgid(2) and double forks stay inside; only a
-//     write to another cgroup's cgroup.procs moves a process, which needs write access to both.
+//   - Linux cgroup: setsid(2), setpgid(2) and double forks stay inside; only a write to another
+//     cgroup's cgroup.procs moves a process out, which needs write access to it and to the common
+//     ancestor's: every process of root has it, in a delegated subtree every process of the user,
+//     and the service manager moves a process on request (systemd-run --scope). Such a move is
+//     not prevented, and a teardown of the scope misses what moved.
 //     Teardown is cgroup.kill, which the kernel applies to processes forked during the kill too;
 //     "empty" is cgroup.events' populated 0. The cgroup is covered by the owner's supervisor
 //     before the child exists. An owner that itself runs in a custody cgroup makes its scopes

@@ -141,7 +141,7 @@ func containmentCheck() check {
 	switch kind {
 	case scope.KindCgroup:
 		return check{Name: "containment", OK: true, Detail: "cgroup: each child in a cgroup of its own in " + where +
-			"/custody-<owner>/; nothing it starts can leave it"}
+			"/custody-<owner>/; nothing it starts leaves it by setsid, setpgid or forking, only by writing a cgroup.procs outside it"}
 	case scope.KindJob:
 		return check{Name: "containment", OK: true, Detail: "job: each child in a job object that dies with its owner"}
 	}

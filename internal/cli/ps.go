@@ -39,8 +39,9 @@ covers it), SPAWNER and SPAWNER_STATE, CONTAINMENT, PURPOSE, INSTALL, and ARGV (
 character or a terminal escape is shown quoted, with such characters escaped (\t, \n, \x1b), so
 that it can neither split a row nor reach the terminal. An empty field shows as -.
 
-CONTAINMENT says what holds each process and what it starts: cgroup (nothing escapes it),
-process-group (a descendant that calls setsid or setpgid leaves it) or job (Windows). A row whose
+CONTAINMENT says what holds each process and what it starts: cgroup (nothing leaves it by
+setsid, setpgid or forking), process-group (a descendant that calls setsid or setpgid leaves it)
+or job (Windows). A row whose
 spawner is another listed process is shown under it, indented: the children of a nested owner
 (an owned child that owns children itself) sit under that owner. In cgroups, a row whose spawner
 is not listed (a nested owner started by a listed shell) sits under the row whose cgroup holds

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 )
 
@@ -70,21 +69,24 @@ func checkDirExists(dir string, final bool) (exists bool, err error) {
 	return exists, err
 }
 
-// walkDir checks each component of the absolute path dir with lstat, from the root down, and
-// reports whether one was a symbolic link, and whether all of them exist.
+// walkDir checks each component of the absolute, clean path dir with lstat, from the root down,
+// and reports whether one was a symbolic link, and whether all of them exist. It runs at every
+// write, on the start's path: each component is a prefix of dir, and its lstat fills a Stat_t,
+// with nothing allocated.
 func walkDir(dir string, final bool) (linked, exists bool, err error) {
-	p := "/"
-	parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
-	for i, name := range parts {
-		p = filepath.Join(p, name)
-		fi, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return linked, false, nil
+	for end := 1; end <= len(dir); end++ {
+		if end < len(dir) && dir[end] != '/' {
+			continue
 		}
-		if err != nil {
-			return linked, false, fmt.Errorf("ledger directory: %w", err)
+		p := dir[:end]
+		var st syscall.Stat_t
+		if err := ignoringEINTR(func() error { return syscall.Lstat(p, &st) }); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return linked, false, nil
+			}
+			return linked, false, fmt.Errorf("ledger directory: %w", &fs.PathError{Op: "lstat", Path: p, Err: err})
 		}
-		isLink, err := checkDirInfo(p, fi, final && i == len(parts)-1)
+		isLink, err := checkDirStat(p, &st, final && end == len(dir))
 		if err != nil {
 			return linked, false, err
 		}
@@ -93,24 +95,45 @@ func walkDir(dir string, final bool) (linked, exists bool, err error) {
 	return linked, true, nil
 }
 
-// checkDirInfo checks one component of the ledger directory's path.
-func checkDirInfo(p string, fi fs.FileInfo, last bool) (link bool, err error) {
-	st := fi.Sys().(*syscall.Stat_t)
+// ignoringEINTR retries f while it fails with EINTR, as os.Lstat does.
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// checkDirStat checks one component of the ledger directory's path.
+func checkDirStat(p string, st *syscall.Stat_t, last bool) (link bool, err error) {
 	if !trusted(st.Uid) {
 		return false, &TrustError{Path: p, Reason: fmt.Sprintf("owned by uid %d, not by uid %d or root", st.Uid, os.Getuid())}
 	}
-	mode := fi.Mode()
-	switch {
-	case mode&fs.ModeSymlink != 0:
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFLNK:
 		return true, nil
-	case !mode.IsDir():
+	case syscall.S_IFDIR:
+	default:
 		return false, &TrustError{Path: p, Reason: "not a directory"}
-	case mode.Perm()&0o022 == 0:
+	}
+	switch {
+	case st.Mode&0o022 == 0:
 		return false, nil
 	case last:
-		return false, &TrustError{Path: p, Reason: fmt.Sprintf("directory writable by group or others (mode %s)", mode)}
-	case mode&fs.ModeSticky == 0:
-		return false, &TrustError{Path: p, Reason: fmt.Sprintf("directory writable by group or others without the sticky bit (mode %s)", mode)}
+		return false, &TrustError{Path: p, Reason: fmt.Sprintf("directory writable by group or others (mode %s)", dirMode(st))}
+	case st.Mode&syscall.S_ISVTX == 0:
+		return false, &TrustError{Path: p, Reason: fmt.Sprintf("directory writable by group or others without the sticky bit (mode %s)", dirMode(st))}
 	}
 	return false, nil
+}
+
+// dirMode is a directory's mode as fs.FileInfo gives it, for messages.
+func dirMode(st *syscall.Stat_t) fs.FileMode {
+	mode := fs.ModeDir | fs.FileMode(st.Mode&0o777)
+	for bit, m := range map[uint32]fs.FileMode{syscall.S_ISVTX: fs.ModeSticky, syscall.S_ISGID: fs.ModeSetgid, syscall.S_ISUID: fs.ModeSetuid} {
+		if uint32(st.Mode)&bit != 0 {
+			mode |= m
+		}
+	}
+	return mode
 }

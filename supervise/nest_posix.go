@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -100,10 +101,44 @@ func serveNest(ctx context.Context, in io.Reader, ln *net.UnixListener, cfg Conf
 				return ctx.Err()
 			}
 		}
-		if s.ownerInput(ev.line, ev.err, s.handleThenRetry) {
+		if ends(ev.err) {
+			stop := s.answerDuringSweep(reqs)
+			s.ownerInput(ev.line, ev.err, s.handleThenRetry)
+			stop()
 			return nil
 		}
+		s.ownerInput(ev.line, ev.err, s.handleThenRetry)
 	}
+}
+
+// answerDuringSweep answers the nested owners while the sweep that follows the end of the owner's
+// input runs, up to the grace: the registrations waiting for an owner's line are refused now,
+// and every line read until stop is called is answered from what was registered before, with no
+// change to what the sweep covers. A nested owner is told "refused" for a new registration (a
+// child must not start in a scope being torn down: its start fails and the child, held at its
+// gate, never runs) and "ok" for the release of a group it registered (the sweep still stops it,
+// as everything else in the dying scope). Unanswered, a nested owner stopping its child on the
+// SIGTERM of this sweep would wait for its answer until the sweep SIGKILLed it at the grace,
+// rather than end as its SIGTERM asks.
+func (s *nestServer) answerDuringSweep(reqs <-chan nestRequest) (stop func()) {
+	for _, r := range s.waiting {
+		r.reply <- false
+	}
+	s.waiting = nil
+	by := maps.Clone(s.by) // the sweep's goroutine is this one: the copy is not shared
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case r := <-reqs:
+				r.reply <- r.cmd.verb == verbUnregister && by[r.cmd.pgid] == r.conn
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // handleThenRetry acts on the owner's line, then answers the nested registrations that were

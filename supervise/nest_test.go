@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -157,5 +158,141 @@ func TestNestAdmission(t *testing.T) {
 	testproc.WaitFor(t, 10*time.Second, func() error { return allGone(pid, kid) })
 	if !alive(sid) {
 		t.Fatal("the stranger's group was signalled")
+	}
+}
+
+func init() { testproc.Register("nest-late", helperNestLate) }
+
+// helperNestLate is a nested owner that outlives a SIGTERM, as `custody run` does to stop its
+// child: it catches SIGTERM (its children, unlike with an ignored one, do not inherit it), prints "ready <pid> <start>", and at the first line on stdin starts
+// a child in a group of its own and registers it on the nest socket args[0], printing "kid
+// <answer>". At the second line it asks again on the same connection, printing "<case> <answer>":
+//
+//	release   unregister of its child's group
+//	late      register of a second child's group
+//
+// then "done", and exits at the next line on stdin, its lifeline, killing its second child.
+func helperNestLate(args []string) int {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM)
+	if err := nestLate(args[0]); err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	return 0
+}
+
+func nestLate(path string) error {
+	me, err := procid.Self()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready %d %d\n", me.PID, me.Start)
+	in := bufio.NewReader(os.Stdin)
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return err
+	}
+	answers := bufio.NewReader(c)
+	ask := func(name, line string) error {
+		if _, err := fmt.Fprintln(c, line); err != nil {
+			return err
+		}
+		answer, err := answers.ReadString('\n')
+		fmt.Println(name, strings.TrimSpace(answer))
+		return err
+	}
+	kid := func() (procid.Incarnation, error) {
+		k := exec.Command("sleep", "60")
+		k.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := k.Start(); err != nil {
+			return procid.Incarnation{}, err
+		}
+		go k.Wait()
+		return procid.Read(k.Process.Pid)
+	}
+	if _, err := in.ReadString('\n'); err != nil {
+		return err
+	}
+	k, err := kid()
+	if err != nil {
+		return err
+	}
+	if err := ask("kid", fmt.Sprintf("register %d %d %d", k.PID, k.PID, k.Start)); err != nil {
+		return err
+	}
+	if _, err := in.ReadString('\n'); err != nil {
+		return err
+	}
+	if err := ask("release", fmt.Sprintf("unregister %d", k.PID)); err != nil {
+		return err
+	}
+	k2, err := kid()
+	if err != nil {
+		return err
+	}
+	defer syscall.Kill(k2.PID, syscall.SIGKILL) // its own child, never covered
+	if err := ask("late", fmt.Sprintf("register %d %d %d", k2.PID, k2.PID, k2.Start)); err != nil {
+		return err
+	}
+	fmt.Println("done")
+	in.ReadString('\n')
+	return nil
+}
+
+// While the sweep that follows its owner's death runs, the supervisor answers its nested owners
+// at once: the release of a group they registered is ok, a new registration is refused. Before,
+// their lines went unread until the sweep ended, and a nested owner stopping its child on the
+// sweep's SIGTERM waited for an answer until the sweep SIGKILLed it at the grace.
+func TestNestAnsweredDuringSweep(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s")
+	ln, err := supervise.ListenNest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	served := make(chan error, 1)
+	go func() {
+		// The grace bounds the test only if the fix is missing: the peer then never answers.
+		served <- supervise.ServeNest(context.Background(), r, ln, supervise.Config{Grace: 20 * time.Second, Logger: supervise.DiscardLogger})
+		r.Close()
+	}()
+	peer := startHelper(t, "nest-late", []string{path}, helperOpts{setpgid: true, stdout: true})
+	pid := readyIDs(t, []string{peer.line(20 * time.Second)})[0]
+	fmt.Fprintf(w, "register %d %d %d\n", pid.PID, pid.PID, pid.Start) // the owner covers the peer's group
+	fmt.Fprintln(peer.stdin, "go")
+	if l := peer.line(20 * time.Second); l != "kid ok" {
+		t.Fatalf("the nested registration before the owner's death: %q", l)
+	}
+	w.Close() // the owner's death: the sweep SIGTERMs the peer, which lives on, and its child
+	fmt.Fprintln(peer.stdin, "again")
+	want := map[string]string{"release": "ok", "late": "refused"}
+	for l := peer.line(10 * time.Second); l != "done"; l = peer.line(10 * time.Second) {
+		f := strings.Fields(l)
+		if len(f) != 2 || want[f[0]] == "" {
+			t.Fatalf("nest-late: %q", l)
+		}
+		if f[1] != want[f[0]] {
+			t.Errorf("%s during the sweep: answered %q, want %q", f[0], f[1], want[f[0]])
+		}
+		delete(want, f[0])
+	}
+	select {
+	case <-served:
+		t.Fatal("the sweep ended before the peer, which ignores SIGTERM, was killed")
+	default:
+	}
+	fmt.Fprintln(peer.stdin, "end") // its exit ends the sweep: nothing it covers is left
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sweep did not end")
 	}
 }

@@ -62,6 +62,13 @@ func serve(ctx context.Context, in io.Reader, cfg Config) error {
 // ignored, and the end of input sweeps every covered scope (any read error counts as the end: the
 // owner can no longer speak, so it is gone or let go). It reports whether the supervisor is done.
 func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done bool) {
+	if ends(err) {
+		if err != io.EOF {
+			s.log.Warn("supervise: reading from owner", "err", err)
+		}
+		s.sweep()
+		return true
+	}
 	switch {
 	case err == nil:
 		handle(line)
@@ -69,18 +76,18 @@ func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done b
 	case err == errLong:
 		s.log.Debug("supervise: ignored line", "reason", err)
 		return false
-	case err == errDying:
+	default: // errDying
 		// Every line written before the owner began to die has been read: what is covered now
 		// is what its death must stop. The end of the pipe, or a last line, comes later.
 		s.died = true
 		s.stop()
 		return false
-	case err != io.EOF:
-		s.log.Warn("supervise: reading from owner", "err", err)
 	}
-	s.sweep()
-	return true
 }
+
+// ends reports whether a read of the owner's input that returned err ended it: the sweep
+// follows. A line too long, and the owner's death told by its word, do not end it.
+func ends(err error) bool { return err != nil && err != errLong && err != errDying }
 
 func newServer(cfg Config) *server {
 	return &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]*scope.Scope), cgroups: make(map[string]*scope.Scope),

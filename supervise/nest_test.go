@@ -100,23 +100,7 @@ func nestPeer(args []string) error {
 // owner's death stops it; a group that is not its child, a wrong start, and an unregister from
 // another connection are refused, and the stranger's group is never signalled.
 func TestNestAdmission(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s")
-	ln, err := supervise.ListenNest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	served := make(chan error, 1)
-	go func() {
-		served <- supervise.ServeNest(context.Background(), r, ln, supervise.Config{Grace: time.Second, Logger: supervise.DiscardLogger})
-		r.Close()
-	}()
-
+	path, w, served := serveNest(t, time.Second)
 	stranger := startHelper(t, "child", nil, helperOpts{setpgid: true, stdout: true})
 	sid := readyIDs(t, []string{stranger.line(20 * time.Second)})[0]
 	peer := startHelper(t, "nest-peer", []string{path, strconv.Itoa(sid.PID), strconv.FormatUint(sid.Start, 10)},
@@ -244,23 +228,8 @@ func nestLate(path string) error {
 // their lines went unread until the sweep ended, and a nested owner stopping its child on the
 // sweep's SIGTERM waited for an answer until the sweep SIGKILLed it at the grace.
 func TestNestAnsweredDuringSweep(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s")
-	ln, err := supervise.ListenNest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	served := make(chan error, 1)
-	go func() {
-		// The grace bounds the test only if the fix is missing: the peer then never answers.
-		served <- supervise.ServeNest(context.Background(), r, ln, supervise.Config{Grace: 20 * time.Second, Logger: supervise.DiscardLogger})
-		r.Close()
-	}()
+	// The grace bounds the test only if the fix is missing: the peer then never answers.
+	path, w, served := serveNest(t, 20*time.Second)
 	peer := startHelper(t, "nest-late", []string{path}, helperOpts{setpgid: true, stdout: true})
 	pid := readyIDs(t, []string{peer.line(20 * time.Second)})[0]
 	fmt.Fprintf(w, "register %d %d %d\n", pid.PID, pid.PID, pid.Start) // the owner covers the peer's group
@@ -295,4 +264,27 @@ func TestNestAnsweredDuringSweep(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the sweep did not end")
 	}
+}
+
+// serveNest runs a supervisor in this process, as Run does with a nest socket, with the given
+// grace: it returns the socket's path, the owner's end of its input (its Close is the owner's
+// death) and where the supervisor's end is told.
+func serveNest(t *testing.T, grace time.Duration) (path string, owner *os.File, served <-chan error) {
+	path = filepath.Join(t.TempDir(), "s")
+	ln, err := supervise.ListenNest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	done := make(chan error, 1)
+	go func() {
+		done <- supervise.ServeNest(context.Background(), r, ln, supervise.Config{Grace: grace, Logger: supervise.DiscardLogger})
+		r.Close()
+	}()
+	return path, w, done
 }

@@ -131,14 +131,7 @@ func TestNestAdmission(t *testing.T) {
 		t.Fatalf("no answers for %v", want)
 	}
 	w.Close() // the owner's death
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the sweep did not end")
-	}
+	awaitServed(t, served)
 	testproc.WaitFor(t, 10*time.Second, func() error { return allGone(pid, kid) })
 	if !alive(sid) {
 		t.Fatal("the stranger's group was signalled")
@@ -252,18 +245,11 @@ func TestNestAnsweredDuringSweep(t *testing.T) {
 	}
 	select {
 	case <-served:
-		t.Fatal("the sweep ended before the peer, which ignores SIGTERM, was killed")
+		t.Fatal("the sweep ended while the peer, which outlives SIGTERM, still ran")
 	default:
 	}
 	fmt.Fprintln(peer.stdin, "end") // its exit ends the sweep: nothing it covers is left
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the sweep did not end")
-	}
+	awaitServed(t, served)
 }
 
 // serveNest runs a supervisor in this process, as Run does with a nest socket, with the given
@@ -287,4 +273,17 @@ func serveNest(t *testing.T, grace time.Duration) (path string, owner *os.File, 
 		r.Close()
 	}()
 	return path, w, done
+}
+
+// awaitServed waits for the end of a supervisor started by serveNest.
+func awaitServed(t *testing.T, served <-chan error) {
+	t.Helper()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sweep did not end")
+	}
 }

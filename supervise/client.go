@@ -142,6 +142,7 @@ type proc struct {
 	w       *os.File // write end of its standard input; the owner's only copy
 	started time.Time
 	give    func() // returns its death word once it has exited (Linux); may be nil
+	nest    string // the directory of its nest socket; "" when it has none
 }
 
 // Start starts the supervisor now rather than at the first [Client.Register], to take the start
@@ -468,7 +469,13 @@ func (c *Client) wait(p *proc) {
 	}
 	c.mu.Lock()
 	if c.sup != p {
+		// Released, or lost and replaced. A released one that was killed before it could
+		// remove its nest directory leaves it to us; a replacement listens in a lost one's.
+		theirs := p.nest != "" && p.nest != c.nestDir
 		c.mu.Unlock()
+		if theirs {
+			removeNestDir(p.nest)
+		}
 		if err != nil {
 			c.logger().Debug("supervise: released supervisor exited", "pid", p.cmd.Process.Pid, "err", err)
 		}
@@ -676,6 +683,11 @@ func (c *Client) releaseLocked() {
 	if p := c.sup; p != nil {
 		c.sup = nil
 		p.w.Close()
+		// It removes its nest socket and directory as it exits, which may be after the next
+		// supervisor has started: that one must not listen there. A fresh directory costs
+		// nothing: no child holds the old path, since a client is released only when it covers
+		// nothing, or at Close.
+		c.nestDir = ""
 	}
 }
 

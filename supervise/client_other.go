@@ -20,3 +20,5 @@ func (c *Client) spawn() (*proc, error) {
 func (c *Client) NestSocket() string { return "" }
 
 func (c *Client) removeNest() {}
+
+func removeNestDir(string) {}

@@ -84,7 +84,7 @@ func (c *Client) spawn() (p *proc, err error) {
 		}
 		return nil, fmt.Errorf("start supervisor %s: %w", cmd.Path, err)
 	}
-	return &proc{cmd: cmd, w: w, started: started, give: give}, nil
+	return &proc{cmd: cmd, w: w, started: started, give: give, nest: c.nestDir}, nil
 }
 
 // awaitReady waits for the supervisor's readiness byte.
@@ -199,10 +199,13 @@ func (c *Client) NestSocket() string {
 }
 
 // removeNest removes the nest directory once every supervisor has exited.
-func (c *Client) removeNest() {
-	if c.nestDir != "" {
-		os.Remove(filepath.Join(c.nestDir, "s"))
-		os.Remove(c.nestDir)
+func (c *Client) removeNest() { removeNestDir(c.nestDir) }
+
+// removeNestDir removes a nest directory (see nestPathLocked) and its socket, if dir is not "".
+func removeNestDir(dir string) {
+	if dir != "" {
+		os.Remove(filepath.Join(dir, "s"))
+		os.Remove(dir)
 	}
 }
 

@@ -5,6 +5,7 @@ package supervise_test
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -367,4 +368,56 @@ func TestClientRefuses(t *testing.T) {
 	if c.PID() != 0 {
 		t.Errorf("a refused registration started a supervisor")
 	}
+}
+
+// A supervisor released as idle removes its nest socket and directory as it exits, which can be
+// after the client has started the next one: the next one must stay reachable on its socket.
+// The released supervisor is held stopped (SIGSTOP, by the PID of the client's own child, not yet
+// reaped) until the next one runs, started by a registration.
+func TestNestSocketAfterIdleRelease(t *testing.T) {
+	c := &supervise.Client{Grace: time.Second, IdleGrace: 10 * time.Millisecond}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := procid.Read(c.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(old.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			syscall.Kill(old.PID, syscall.SIGCONT)
+		}
+	})
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if c.PID() != 0 {
+			return errors.New("the supervisor, covering nothing, was not released")
+		}
+		return nil
+	})
+	// The next supervisor covers a group, so that it is not released as idle in turn.
+	kid := startHelper(t, "child", nil, helperOpts{setpgid: true, stdout: true})
+	k := readyIDs(t, []string{kid.line(20 * time.Second)})[0]
+	if err := c.Register(supervise.Group{PGID: k.PID, Start: k.Start}); err != nil {
+		t.Fatal(err)
+	}
+	path := c.NestSocket()
+	syscall.Kill(old.PID, syscall.SIGCONT)
+	stopped = false
+	id := procid.ID{PID: old.PID, Start: old.Start}
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if id.Verify() == nil {
+			return fmt.Errorf("the released supervisor %v still runs", id)
+		}
+		return nil
+	})
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatalf("the running supervisor's nest socket, after the released one exited: %v", err)
+	}
+	conn.Close()
 }

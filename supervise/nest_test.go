@@ -141,8 +141,9 @@ func TestNestAdmission(t *testing.T) {
 func init() { testproc.Register("nest-late", helperNestLate) }
 
 // helperNestLate is a nested owner that outlives a SIGTERM, as `custody run` does to stop its
-// child: it catches SIGTERM (its children, unlike with an ignored one, do not inherit it), prints "ready <pid> <start>", and at the first line on stdin starts
-// a child in a group of its own and registers it on the nest socket args[0], printing "kid
+// child: it catches SIGTERM (its children, unlike with an ignored one, do not inherit it) and
+// prints "term" when one comes. It prints "ready <pid> <start>", and at the first line on stdin
+// starts a child in a group of its own and registers it on the nest socket args[0], printing "kid
 // <answer>". At the second line it asks again on the same connection, printing "<case> <answer>":
 //
 //	release   unregister of its child's group
@@ -150,7 +151,12 @@ func init() { testproc.Register("nest-late", helperNestLate) }
 //
 // then "done", and exits at the next line on stdin, its lifeline, killing its second child.
 func helperNestLate(args []string) int {
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() {
+		<-term
+		fmt.Println("term")
+	}()
 	if err := nestLate(args[0]); err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -231,6 +237,10 @@ func TestNestAnsweredDuringSweep(t *testing.T) {
 		t.Fatalf("the nested registration before the owner's death: %q", l)
 	}
 	w.Close() // the owner's death: the sweep SIGTERMs the peer, which lives on, and its child
+	// Its SIGTERM comes from the sweep: its next lines are read while the sweep runs.
+	if l := peer.line(20 * time.Second); l != "term" {
+		t.Fatalf("the peer, before the sweep's SIGTERM: %q", l)
+	}
 	fmt.Fprintln(peer.stdin, "again")
 	want := map[string]string{"release": "ok", "late": "refused"}
 	for l := peer.line(10 * time.Second); l != "done"; l = peer.line(10 * time.Second) {

@@ -55,12 +55,7 @@ func TestMigratedLeaderIsReaped(t *testing.T) {
 	})
 	owner.Process.Signal(syscall.SIGKILL)
 	owner.Wait()
-	testproc.WaitFor(t, 10*time.Second, func() error {
-		if _, err := os.Stat(f[2]); !os.IsNotExist(err) {
-			return fmt.Errorf("the supervisor has not removed the child's cgroup %s (%v)", f[2], err)
-		}
-		return nil
-	})
+	awaitGone(t, f[2]) // the child's cgroup, by the supervisor
 	if err := child.Verify(); err != nil {
 		t.Fatalf("the child died with its owner although it had left its cgroup (%v): the docs say it does not", err)
 	}

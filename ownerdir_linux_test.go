@@ -3,7 +3,6 @@ package custody_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,12 +57,7 @@ func ownerDirGoes(t *testing.T, end string) {
 		owner.Process.Signal(syscall.SIGKILL)
 	}
 	owner.Wait()
-	testproc.WaitFor(t, 10*time.Second, func() error {
-		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("the dead owner's cgroup directory %s is still there (%v)", dir, err)
-		}
-		return nil
-	})
+	awaitGone(t, dir) // the dead owner's, by its supervisor
 }
 
 // helperEndingOwner starts a child and stops it, with a supervisor kept while it covers nothing,

@@ -87,6 +87,20 @@ func requireEmptyCgroup(t *testing.T, dir string) {
 	}
 }
 
+// awaitGone waits until none of the cgroup directories dirs exists: their removal follows an
+// owner's or a supervisor's act, in the background.
+func awaitGone(t *testing.T, dirs ...string) {
+	t.Helper()
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		for _, dir := range dirs {
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("cgroup %s still exists (%v)", dir, err)
+			}
+		}
+		return nil
+	})
+}
+
 func requireGone(t *testing.T, dir string) {
 	t.Helper()
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
@@ -162,14 +176,7 @@ func idleOwner(t *testing.T, end string) {
 	ownerDir := filepath.Dir(spare)
 	// The owner lets go of them once told of the release, which it may still be doing when the
 	// helper sees neither a supervisor nor a spare.
-	testproc.WaitFor(t, 10*time.Second, func() error {
-		for _, dir := range []string{spare, ownerDir} {
-			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("cgroup %s still exists (%v)", dir, err)
-			}
-		}
-		return nil
-	})
+	awaitGone(t, spare, ownerDir)
 	if _, err := io.WriteString(owner.Stdin(), "again\n"); err != nil {
 		t.Fatal(err)
 	}

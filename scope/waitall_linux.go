@@ -248,7 +248,7 @@ func (w *waiter) closeFamilies() {
 // subdirectories are all the family's scopes: kernfs counts a directory's links as 2 plus its
 // subdirectories. A subdirectory made after this count keeps the directory populated while it
 // is; the family's rounds settle its scopes then. (Stat_t.Nlink is a uint32 on arm64, arm, 386,
-// riscv64 and loong64.)
+// riscv64, loong64 and mips.)
 func (f *family) openEvents() bool {
 	dir, err := unix.Open(f.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {

@@ -416,3 +416,61 @@ func helperOwnerReuse(args []string) int {
 	}
 	return result("ok")
 }
+
+// TestAdoptDiesWithOwner: custody adopt --owner PID records that owner in the receipt (replacing
+// the giver's caller) and, when it dies, stops the adopted child and exits 129, saying so.
+func TestAdoptDiesWithOwner(t *testing.T) {
+	led := ledgerPath(t)
+	dir := testproc.TempDir(t)
+	life := fifoLifeline(t, dir)
+	granted := filepath.Join(dir, "grant")
+	exe, _ := os.Executable()
+	owner := testproc.Start(t, exec.Command("cat"))
+	ownerID := readID(t, owner.Process.Pid)
+	giverCmd := testproc.Helper(t, "custody", "--ledger", led, "run", "--grace", "1s", "--grant-env", "HANDOFF", "--",
+		"env", testproc.Env("grantee"), exe, "HANDOFF", granted, life)
+	giverErr, err := os.Create(filepath.Join(dir, "giver-stderr")) // a file: the child outlives the giver
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer giverErr.Close()
+	giverCmd.Stderr = giverErr
+	giver := testproc.Start(t, giverCmd)
+	var got []string
+	testproc.WaitFor(t, 30*time.Second, func() error {
+		b, err := os.ReadFile(granted)
+		got = strings.Fields(string(b))
+		return err
+	})
+	if len(got) != 2 {
+		t.Fatalf("the child's grant file: %q", got)
+	}
+	child := incarnationOf(t, got[0])
+	t.Cleanup(func() { killID(child) })
+	recvCmd := testproc.Helper(t, "custody", "--ledger", led, "adopt", "--grace", "1s", "--owner", strconv.Itoa(ownerID.PID), got[1])
+	errs := &screen{}
+	recvCmd.Stderr = errs
+	receiver := testproc.Start(t, recvCmd)
+	if err := giver.Wait(); err != nil {
+		t.Fatalf("giver: %v", err)
+	}
+	var rows []map[string]any
+	r := runCLI(t, "--ledger", led, "ps", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("ps --json: %v %q", err, r.stdout)
+	}
+	if rows[0]["owner"] != float64(receiver.Process.Pid) || rows[0]["caller_pid"] != float64(ownerID.PID) ||
+		rows[0]["caller_start_ticks"] != float64(ownerID.Start) {
+		t.Errorf("the receipt: owner %v, caller %v@%v; want %d, %v", rows[0]["owner"], rows[0]["caller_pid"],
+			rows[0]["caller_start_ticks"], receiver.Process.Pid, ownerID)
+	}
+	owner.Process.Kill()
+	owner.Wait()
+	if code := exitCodeOf(receiver.Wait()); code != 129 {
+		t.Errorf("adopt after its owner's death: exit %d, want 129", code)
+	}
+	if want := fmt.Sprintf("custody: adopt: owner pid %d ended; stopping pid %d's scope", ownerID.PID, child.PID); !strings.Contains(errs.b.String(), want) {
+		t.Errorf("adopt's stderr %q, want %q", errs.b.String(), want)
+	}
+	awaitGone(t, "the adopter's owner SIGKILLed", map[string]procid.ID{"adopted child": child})
+}

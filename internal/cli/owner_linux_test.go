@@ -417,23 +417,21 @@ func helperOwnerReuse(args []string) int {
 	return result("ok")
 }
 
-// TestAdoptDiesWithOwner: custody adopt --owner PID records that owner in the receipt (replacing
-// the giver's caller) and, when it dies, stops the adopted child and exits 129, saying so.
-func TestAdoptDiesWithOwner(t *testing.T) {
-	led := ledgerPath(t)
+// grantedChild starts custody run with a child that writes its grant, and returns the child, the
+// grant, and the giver.
+func grantedChild(t *testing.T, led string) (procid.ID, string, *testproc.Proc) {
+	t.Helper()
 	dir := testproc.TempDir(t)
 	life := fifoLifeline(t, dir)
 	granted := filepath.Join(dir, "grant")
 	exe, _ := os.Executable()
-	owner := testproc.Start(t, exec.Command("cat"))
-	ownerID := readID(t, owner.Process.Pid)
 	giverCmd := testproc.Helper(t, "custody", "--ledger", led, "run", "--grace", "1s", "--grant-env", "HANDOFF", "--",
 		"env", testproc.Env("grantee"), exe, "HANDOFF", granted, life)
 	giverErr, err := os.Create(filepath.Join(dir, "giver-stderr")) // a file: the child outlives the giver
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer giverErr.Close()
+	t.Cleanup(func() { giverErr.Close() })
 	giverCmd.Stderr = giverErr
 	giver := testproc.Start(t, giverCmd)
 	var got []string
@@ -447,22 +445,38 @@ func TestAdoptDiesWithOwner(t *testing.T) {
 	}
 	child := incarnationOf(t, got[0])
 	t.Cleanup(func() { killID(child) })
-	recvCmd := testproc.Helper(t, "custody", "--ledger", led, "adopt", "--grace", "1s", "--owner", strconv.Itoa(ownerID.PID), got[1])
+	return child, got[1], giver
+}
+
+// receipt returns the one row of the ledger after a transfer.
+func receipt(t *testing.T, led string) map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	r := runCLI(t, "--ledger", led, "ps", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("ps --json: %v %q", err, r.stdout)
+	}
+	return rows[0]
+}
+
+// TestAdoptDiesWithOwner: custody adopt --owner PID records that owner in the receipt (replacing
+// the giver's caller) and, when it dies, stops the adopted child and exits 129, saying so.
+func TestAdoptDiesWithOwner(t *testing.T) {
+	led := ledgerPath(t)
+	owner := testproc.Start(t, exec.Command("cat"))
+	ownerID := readID(t, owner.Process.Pid)
+	child, grant, giver := grantedChild(t, led)
+	recvCmd := testproc.Helper(t, "custody", "--ledger", led, "adopt", "--grace", "1s", "--owner", strconv.Itoa(ownerID.PID), grant)
 	errs := &screen{}
 	recvCmd.Stderr = errs
 	receiver := testproc.Start(t, recvCmd)
 	if err := giver.Wait(); err != nil {
 		t.Fatalf("giver: %v", err)
 	}
-	var rows []map[string]any
-	r := runCLI(t, "--ledger", led, "ps", "--json")
-	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 {
-		t.Fatalf("ps --json: %v %q", err, r.stdout)
-	}
-	if rows[0]["owner"] != float64(receiver.Process.Pid) || rows[0]["caller_pid"] != float64(ownerID.PID) ||
-		rows[0]["caller_start_ticks"] != float64(ownerID.Start) {
-		t.Errorf("the receipt: owner %v, caller %v@%v; want %d, %v", rows[0]["owner"], rows[0]["caller_pid"],
-			rows[0]["caller_start_ticks"], receiver.Process.Pid, ownerID)
+	if row := receipt(t, led); row["owner"] != float64(receiver.Process.Pid) || row["caller_pid"] != float64(ownerID.PID) ||
+		row["caller_start_ticks"] != float64(ownerID.Start) {
+		t.Errorf("the receipt: owner %v, caller %v@%v; want %d, %v", row["owner"], row["caller_pid"],
+			row["caller_start_ticks"], receiver.Process.Pid, ownerID)
 	}
 	owner.Process.Kill()
 	owner.Wait()
@@ -473,4 +487,22 @@ func TestAdoptDiesWithOwner(t *testing.T) {
 		t.Errorf("adopt's stderr %q, want %q", errs.b.String(), want)
 	}
 	awaitGone(t, "the adopter's owner SIGKILLed", map[string]procid.ID{"adopted child": child})
+}
+
+// TestAdoptOwnerSelf: a receipt by custody adopt --owner self names no caller: the giver's (this
+// test, custody run's parent) goes with the giver.
+func TestAdoptOwnerSelf(t *testing.T) {
+	led := ledgerPath(t)
+	child, grant, giver := grantedChild(t, led)
+	awaitRow(t, led, strconv.Itoa(child.PID)) // the child runs before its row is written
+	if c := receipt(t, led)["caller_pid"]; c != float64(os.Getpid()) {
+		t.Fatalf("the giver's row: caller %v, want this test, %d", c, os.Getpid())
+	}
+	receiver := testproc.Start(t, testproc.Helper(t, "custody", "--ledger", led, "adopt", "--grace", "1s", "--owner", "self", grant))
+	if err := giver.Wait(); err != nil {
+		t.Fatalf("giver: %v", err)
+	}
+	if row := receipt(t, led); row["owner"] != float64(receiver.Process.Pid) || row["caller_pid"] != nil || row["caller_start_ticks"] != nil {
+		t.Errorf("the receipt by --owner self: %v; want owner %d and no caller", row, receiver.Process.Pid)
+	}
 }

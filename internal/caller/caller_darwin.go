@@ -24,23 +24,7 @@ type sysProcess struct {
 	ended    chan struct{} // closed when the watch's thread has left kevent
 }
 
-func parent() (*Process, error) {
-	ppid := unix.Getppid()
-	if ppid == 0 {
-		return nil, ErrNoParent
-	}
-	p, err := hold(ppid)
-	if err != nil {
-		return nil, err
-	}
-	// The re-check: a parent that died between the first read and the registration left the
-	// PID to a stranger or to nobody, and custody to launchd.
-	if now := unix.Getppid(); now != ppid {
-		p.Close()
-		return nil, fmt.Errorf("pid %d ended before it was held (the parent is now pid %d): %w", ppid, now, procid.ErrGone)
-	}
-	return p, nil
-}
+func holdParent(ppid int) (*Process, error) { return hold(ppid) }
 
 func open(pid int) (*Process, error) { return hold(pid) }
 

@@ -36,24 +36,10 @@ type sysProcess struct {
 	stop  chan struct{} // the fallback's: closed by close
 }
 
-func parent() (*Process, error) {
-	ppid := unix.Getppid()
-	if ppid == 0 {
-		return nil, ErrNoParent
-	}
-	// The parent's end reparents custody: getppid then names another process, which the
-	// fallback's poll sees without reading /proc.
-	p, err := hold(ppid, func(procid.ID) bool { return unix.Getppid() == ppid })
-	if err != nil {
-		return nil, err
-	}
-	// The re-check: had the parent died between the first read and the open, the PID opened
-	// could be a stranger's by now, or the parent's zombie; getppid names the reaper instead.
-	if now := unix.Getppid(); now != ppid {
-		p.Close()
-		return nil, fmt.Errorf("pid %d ended before it was held (the parent is now pid %d): %w", ppid, now, procid.ErrGone)
-	}
-	return p, nil
+// holdParent holds the parent: its end reparents custody, and getppid then names another process,
+// which the fallback's poll sees without reading /proc.
+func holdParent(ppid int) (*Process, error) {
+	return hold(ppid, func(procid.ID) bool { return unix.Getppid() == ppid })
 }
 
 func open(pid int) (*Process, error) {

@@ -27,7 +27,8 @@ import (
 )
 
 // ErrNoParent: custody has no parent to serve (it is PID 1 of its PID namespace, or the parent is
-// outside the namespace, where getppid(2) reads 0): "parent" means "self".
+// outside the namespace, where getppid(2) reads 0; on Windows, a process whose creator's PID reads
+// 0, as one Wine starts from Linux does): "parent" means "self".
 var ErrNoParent = errors.New("caller: no parent process to serve")
 
 // heldHook, when set (by tests), runs once the handle is held and before the proof: a test makes
@@ -52,6 +53,9 @@ type Process struct {
 // when there is no parent to serve, and one wrapping [procid.ErrGone] when the parent is gone.
 func Parent() (*Process, error) {
 	p, err := parent()
+	if errors.Is(err, ErrNoParent) {
+		return nil, err // its text says it all
+	}
 	if err != nil {
 		return nil, fmt.Errorf("caller: parent: %w", err)
 	}

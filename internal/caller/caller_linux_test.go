@@ -3,6 +3,7 @@ package caller_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,7 +17,7 @@ import (
 	"github.com/custody-dev/custody/procid"
 )
 
-func TestMain(m *testing.M) {
+func init() {
 	// watch-parent [poll]: take the parent, say "held <pid>", and "done" once it has ended.
 	testproc.Register("watch-parent", func(args []string) int {
 		if len(args) > 0 && args[0] == "poll" {
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		pid, _ := strconv.Atoi(args[0])
 		return watch(caller.Open(pid))
 	})
-	// middle: start watch-parent (racing) as a child and pass its lines on; stay until killed.
+	// middle: start the helper args[0] as a child, its lines passed on, and stay until killed.
 	testproc.Register("middle", func(args []string) int {
 		c := exec.Command(os.Args[0], args...)
 		c.Env = append(os.Environ(), testproc.Env(args[0]))
@@ -43,7 +44,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		fmt.Println("middle", os.Getpid())
-		select {}
+		io.Copy(io.Discard, os.Stdin) // until its lifeline ends, or the test kills it
+		return 0
 	})
 	// dying-parent: take the parent, which dies (SIGKILL through a pidfd) while the handle is held
 	// and before the proof; say what Parent returned.
@@ -70,7 +72,6 @@ func TestMain(m *testing.M) {
 		}
 		return 0
 	})
-	testproc.Main(m)
 }
 
 func watch(p *caller.Process, err error) int {

@@ -26,7 +26,8 @@ func init() {
 
 // helperOwnedTree is the tree custody run starts: the root starts a child that leaves its session
 // (setsid) and a double-forked descendant (its parent exits at once), and each says "proc <role>
-// <pid> <start>". Each lives until SIGTERM or SIGKILL reaches it; the test's mark finds survivors.
+// <pid> <start>". Each lives until SIGTERM or SIGKILL reaches it (the leaf until SIGKILL); the
+// test's mark finds survivors.
 func helperOwnedTree(args []string) int {
 	role := "root"
 	if len(args) > 0 {
@@ -54,8 +55,14 @@ func helperOwnedTree(args []string) int {
 		start("leaf", nil)
 		return 0 // the leaf is orphaned: a double fork
 	}
+	// The leaf ignores SIGTERM: only the kill after the grace ends it.
+	wake := syscall.SIGTERM
+	if role == "leaf" {
+		signal.Ignore(syscall.SIGTERM)
+		wake = syscall.SIGUSR2 // never sent: the channel only keeps the runtime from a deadlock
+	}
 	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGTERM)
+	signal.Notify(c, wake)
 	fmt.Printf("proc %s %d %d\n", role, self.PID, self.Start)
 	<-c
 	return 0

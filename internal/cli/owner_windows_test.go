@@ -42,8 +42,9 @@ func TestRunDiesWithCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := testproc.Helper(t, "run-caller", "--ledger", led, "run", "--grace", "1s", "--", exe, "-grandchild")
-	cmd.WaitDelay = 10 * time.Second                        // a survivor would hold the caller's stdout and stderr open
-	errs, err := os.Create(testproc.TempDir(t) + `\stderr`) // custody's, which outlives the caller
+	cmd.WaitDelay = 10 * time.Second // a survivor would hold the caller's stdout and stderr open
+	// A file for custody's stderr: custody outlives the caller, whose Wait would copy until then.
+	errs, err := os.Create(testproc.TempDir(t) + `\stderr`)
 	if err != nil {
 		t.Fatal(err)
 	}

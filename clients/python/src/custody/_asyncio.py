@@ -52,7 +52,21 @@ async def _create(args, shell, stdin, stdout, stderr, limit, kwds):
     except BaseException:
         transport.close()
         raise
-    return aiosubprocess.Process(transport, protocol, loop)
+    return Process(transport, protocol, loop)
+
+
+class Process(aiosubprocess.Process):
+    """asyncio's Process for a custody child, with custody's :meth:`stop` and :meth:`grant`."""
+
+    async def stop(self, grace=None):
+        """Stop the child's scope and return the :class:`custody.StopResult`."""
+        proc = self._transport.get_extra_info("subprocess")
+        return await asyncio.get_running_loop().run_in_executor(None, proc.stop, grace)
+
+    async def grant(self, ttl=60):
+        """Return a one-shot grant for the child (see :meth:`custody.Popen.grant`)."""
+        proc = self._transport.get_extra_info("subprocess")
+        return await asyncio.get_running_loop().run_in_executor(None, proc.grant, ttl)
 
 
 def _kill_started(future):

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custody-dev/custody/internal/agent"
+	"github.com/custody-dev/custody/supervise"
+)
+
+type agentOptions struct {
+	*globals
+	fd     int
+	socket string
+	grace  time.Duration
+}
+
+const agentHelp = `Serve one client as its owner: a program in any language drives this agent over a local socket
+with JSON lines (the protocol is docs/agent.md), and the agent starts each child as custody run
+would: born in its own scope, covered by the owner-death supervisor before it runs, tagged and
+recorded in the ledger. The client passes its descriptors for the child's standard streams, or
+asks for pipes, which come back as descriptors, or for named pipes.
+
+With --fd N the client is the agent's parent, connected through descriptor N, one end of a
+socketpair the parent made. With --socket PATH the agent listens at PATH (its directory must be
+yours and not writable by others), prints "ready PATH" on standard output, and serves the first
+process of your user that connects; every later connection is refused.
+
+The agent's owner is its client: when the connection reaches end of file (or the client process
+ends), the agent stops every child it holds, concurrently, each with its grace (SIGTERM, the
+grace, SIGKILL), drops their rows and exits. If the agent itself dies, by any cause, its
+supervisor stops the children's scopes. Nothing the client sends ends the agent otherwise: bad
+input gets an error reply. SIGINT and SIGTERM do not end it either: its owner does.
+
+EXIT STATUS
+  0   the owner ended and every child was stopped
+  1   the agent could not set up (the socket, the ledger, the owner's handle), or a child's stop
+      could not be proven at the end (its row stays, for reap)
+  2   bad flags or arguments
+  3   the owner was already gone when the agent started; no child was started`
+
+func newAgent(g *globals) *cli.Command {
+	o := &agentOptions{globals: g, fd: -1}
+	return &cli.Command{
+		Name:        "agent",
+		Usage:       "Own children for a program in any language, driven over a socket",
+		UsageText:   "custody agent (--fd N | --socket PATH) [--grace D]",
+		Description: agentHelp,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "fd", Value: -1, Destination: &o.fd,
+				Usage: "serve the client on this inherited socket descriptor"},
+			&cli.StringFlag{Name: "socket", Destination: &o.socket,
+				Usage: "listen at this path and serve the first client of this user"},
+			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
+				Usage: "default time between SIGTERM and SIGKILL, for every start and the final stop"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := noArgs(ctx, cmd); err != nil {
+				return err
+			}
+			return runAgent(ctx, o)
+		},
+	}
+}
+
+func runAgent(_ context.Context, o *agentOptions) error {
+	switch {
+	case (o.fd >= 0) == (o.socket != ""):
+		return usagef("agent: give exactly one of --fd N and --socket PATH")
+	case o.fd >= 0 && o.fd <= 2:
+		return usagef("--fd %d: a standard stream is not the client's socket", o.fd)
+	case o.grace <= 0:
+		return usagef("--grace %v: must be positive", o.grace)
+	}
+	tagEnv, err := o.tagName()
+	if err != nil {
+		return err
+	}
+	l, err := o.open()
+	if err != nil {
+		return err
+	}
+	cfg := agent.Config{Ledger: l, Install: o.install(), TagEnv: tagEnv, Grace: o.grace, Version: version(),
+		Stderr: o.stderr}
+	var conn *net.UnixConn
+	if o.fd >= 0 {
+		if conn, err = agent.FromFD(o.fd); err != nil {
+			return err
+		}
+	} else {
+		sock, err := agent.Listen(o.socket)
+		if err != nil {
+			return err
+		}
+		defer sock.Close()
+		fmt.Fprintf(o.stdout, "ready %s\n", o.socket)
+		if conn, _, err = sock.Accept(); err != nil {
+			return err
+		}
+	}
+	return agent.Serve(conn, cfg)
+}

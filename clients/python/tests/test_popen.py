@@ -389,5 +389,12 @@ def _ledger_rows_naming(word):
     return [r for r in rows if word in str(r.get("argv", ""))]
 
 
+def test_configure_after_the_agent_started_is_refused():
+    info = custody.agent_info()
+    assert info["protocol"] == 1 and "fds" in info["capabilities"]
+    with pytest.raises(RuntimeError, match="configure"):
+        custody.configure(tag_env="HERMES_SPAWN")
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))

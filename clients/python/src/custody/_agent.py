@@ -250,8 +250,28 @@ class Agent:
             raise AgentError(errno.EPIPE, "custody: send to the agent: %s" % e) from e
         if callback is not None:
             return c
-        c.done.wait()
+        try:
+            c.done.wait()
+        except BaseException:  # KeyboardInterrupt: nobody will hold what this start makes
+            self._abandon(c)
+            raise
         return self.result(c)
+
+    def _abandon(self, c):
+        """Let a start whose caller stopped waiting kill its child's scope once it runs."""
+        def kill_started(c):
+            if c.error is None and c.reply.get("ok") and c.child is not None:
+                _close_all(c.fds)
+                try:
+                    self.call("signal", {"pid": c.child.pid, "signal": "SIGKILL"},
+                              callback=lambda _: None)
+                except OSError:
+                    pass  # the agent ended: it stopped the child itself
+        with self._lock:
+            if not c.done.is_set():
+                c.callback = kill_started
+                return
+        kill_started(c)
 
     @staticmethod
     def result(c):
@@ -386,11 +406,12 @@ class Agent:
         if self.process.poll() is None:  # reap it once it goes, without blocking anyone
             threading.Thread(target=self.process.wait, daemon=True).start()
 
-    @staticmethod
-    def _complete(c):
-        c.done.set()
-        if c.callback is not None:
-            c.callback(c)
+    def _complete(self, c):
+        with self._lock:  # against _abandon setting the callback meanwhile
+            c.done.set()
+            callback = c.callback
+        if callback is not None:
+            callback(c)
 
 
 def _returncode(code, signo):

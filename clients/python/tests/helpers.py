@@ -68,11 +68,12 @@ def wait_gone(incarnations, deadline=DEADLINE):
         if left:
             time.sleep(0.02)
     for i in left:
-        _kill_verified(i)
+        kill_verified(i)
     return left
 
 
-def _kill_verified(i):
+def kill_verified(i):
+    """SIGKILL the incarnation through a pidfd, its identity checked after the open."""
     try:
         fd = os.pidfd_open(i.pid)
     except OSError:

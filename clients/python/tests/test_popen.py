@@ -1,5 +1,6 @@
 """custody.Popen and custody.run as subprocess's, against the real agent."""
 
+import errno
 import json
 import os
 import signal
@@ -430,6 +431,14 @@ def _ledger_rows_naming_pid(pid):
     except (FileNotFoundError, ValueError):
         return []
     return [r for r in rows if r.get("pid") == pid]
+
+
+def test_a_request_over_the_line_limit_is_refused_here():
+    # The agent would discard it and answer with no id to match: refused before it is sent.
+    with pytest.raises(OSError) as info:
+        custody.Popen(["true"], env={"BIG": "x" * (1 << 20)})
+    assert info.value.errno == errno.E2BIG
+    assert custody.run(["true"]).returncode == 0  # and the connection is as good as before
 
 
 if __name__ == "__main__":

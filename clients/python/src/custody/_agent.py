@@ -240,14 +240,14 @@ class Agent:
             rid = self._next_id
             self._next_id += 1
             self._pending[rid] = c
-        msg = dict(fields, id=rid, op=op)
-        line = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
         try:
-            self._send(line, fds)
-        except OSError as e:
+            self._send(self._line(dict(fields, id=rid, op=op)), fds)
+        except BaseException as e:
             with self._lock:
                 self._pending.pop(rid, None)
-            raise AgentError(errno.EPIPE, "custody: send to the agent: %s" % e) from e
+            if isinstance(e, OSError) and not e.errno == errno.E2BIG:
+                raise AgentError(errno.EPIPE, "custody: send to the agent: %s" % e) from e
+            raise
         if callback is not None:
             return c
         try:
@@ -272,6 +272,19 @@ class Agent:
                 c.callback = kill_started
                 return
         kill_started(c)
+
+    def _line(self, msg):
+        """The request as one protocol line, refused here when the agent could not take it."""
+        try:
+            line = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        except UnicodeEncodeError as e:  # a name fsdecode kept as surrogates: not UTF-8
+            raise ValueError("custody: the %s request holds text that is not UTF-8: %s"
+                             % (msg["op"], e)) from None
+        limit = self.hello.get("max_line") or 1 << 20
+        if len(line) > limit:  # the agent would discard it and answer with no id to match
+            raise OSError(errno.E2BIG, "custody: the %s request is %d bytes, over the agent's "
+                          "line limit of %d" % (msg["op"], len(line), limit))
+        return line
 
     @staticmethod
     def result(c):

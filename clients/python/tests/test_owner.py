@@ -1,6 +1,7 @@
 """A custody child's owner is the Python process: it dies with it, however it dies."""
 
 import os
+import select
 import signal
 
 import custody
@@ -134,3 +135,18 @@ def _probe(script, env):
     finally:
         end_program(p)
     return out
+
+
+def test_the_agent_holds_no_copy_of_the_owner_stdout():
+    # A program's reader sees end of file on its stdout when the program ends, not when its
+    # agent does.
+    owner = program("import custody\ncustody.run(['true'])\nprint('done', flush=True)\n"
+                    "import os\nos.close(1)\nimport sys\nsys.stdin.read()\n")
+    try:
+        assert expect(owner, "done") == []
+        # The owner closed its stdout but lives on, and so does its agent: end of file now.
+        ready, _, _ = select.select([owner.stdout], [], [], 30)
+        assert ready and os.read(owner.stdout.fileno(), 1) == b"", "no end of file"
+        assert owner.poll() is None
+    finally:
+        end_program(owner)

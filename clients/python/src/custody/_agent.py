@@ -150,9 +150,12 @@ class Agent:
             # A session of its own: a terminal's ^C goes to the foreground process group, and
             # the agent must end only with its owner (this process), never with a keystroke
             # this process may catch. Its children are in scopes of their own anyway.
+            # Children never get the agent's own streams (every start passes this process's
+            # descriptors), so it holds only stderr, for its diagnostics: a copy of this
+            # process's stdout would keep a reader's pipe open after this process is gone.
             self.process = subprocess.Popen(
                 argv + ["agent", "--fd", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL, start_new_session=True)
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
         except BaseException:
             ours.close()
             raise

@@ -151,7 +151,10 @@ class Popen(subprocess.Popen):
             return
         if self._child.done.is_set():
             self._check_held()
-        self._request("signal", signal=int(sig), target="scope")
+        try:
+            self._request("signal", signal=int(sig), target="scope")
+        except ProcessLookupError:  # the exit, on its way here: nothing to signal, as subprocess
+            pass
 
     def stop(self, grace=None):
         """Stop the child's scope: the request to exit, the grace (the start's when None), then

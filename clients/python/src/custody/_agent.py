@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 
 from ._binary import find_binary
@@ -141,6 +142,10 @@ class Agent:
     """One running ``custody agent --fd N`` and the reader thread that serves its socket."""
 
     def __init__(self, options):
+        if not hasattr(socket, "send_fds") or not hasattr(socket, "AF_UNIX"):
+            # Windows: the agent's pipes and duplicated handles are not spoken here yet.
+            raise AgentError(errno.ENOTSUP, "custody: the Python client needs Unix sockets "
+                             "with descriptor passing, which %s lacks" % sys.platform)
         binary = find_binary()
         argv = [binary]
         for name, value in options.items():

@@ -178,7 +178,7 @@ class Agent:
         self._ended = None  # the AgentError once the connection is over
         self._buf = bytearray()
         self._buf_offset = 0  # the stream offset of _buf[0]
-        self._fd_queue = collections.deque()  # (stream offset, [fds]) not yet given to a line
+        self._fd_queue = collections.deque()  # (first, end) offsets of a read, its descriptors
         self.covered = True
         try:
             self.hello = self._read_hello()
@@ -319,22 +319,19 @@ class Agent:
         while True:
             i = self._buf.find(b"\n")
             if i >= 0:
-                end = self._buf_offset + i  # the newline's stream offset
+                first = self._buf_offset
+                end = first + i  # the newline's stream offset
                 line = bytes(self._buf[:i])
                 del self._buf[:i + 1]
                 self._buf_offset = end + 1
-                fds = []
-                while self._fd_queue and self._fd_queue[0][0] <= end:
-                    fds.extend(self._fd_queue.popleft()[1])
                 try:
                     msg = json.loads(line)
                 except ValueError:
                     msg = None
                 if not isinstance(msg, dict):
-                    _close_all(fds)
                     raise AgentError(errno.EPROTO, "custody: the agent sent a line that is not a "
                                      "JSON object: %.200r" % line)
-                return msg, fds
+                return msg, self._take_fds(msg, first, end)
             data, fds, flags, _ = socket.recv_fds(self._sock, _CHUNK, _MAX_FDS, _RECV_FLAGS)
             if fds and not _RECV_FLAGS:
                 for fd in fds:
@@ -347,8 +344,37 @@ class Agent:
                 _close_all(fds)
                 raise EOFError
             if fds:
-                self._fd_queue.append((self._buf_offset + len(self._buf), fds))
+                start = self._buf_offset + len(self._buf)
+                self._fd_queue.append((start, start + len(data), fds))
             self._buf += data
+
+    def _take_fds(self, msg, first, end):
+        """The descriptors of the line at stream offsets first..end (its newline).
+
+        The agent sends a line's descriptors with one sendmsg(2) of that line, and only with a
+        reply whose ``fds`` names them. Which read returns them is the kernel's choice: Linux
+        glues the bytes of earlier lines, sent without descriptors, into the read that returns
+        the descriptors, and stops that read after the line that carried them; BSD starts a
+        read at them. So the read's first byte does not mark their line; what holds on both is
+        that the read overlaps it. A line takes the descriptors of the first read that overlaps
+        it, when it declares them; a read that ended before the line began carried descriptors
+        no line declared, and they are closed.
+        """
+        while self._fd_queue and self._fd_queue[0][1] <= first:
+            _close_all(self._fd_queue.popleft()[2])
+        declared = msg.get("fds") if msg.get("ok") and "id" in msg else None
+        want = len(declared) if isinstance(declared, list) else 0
+        if not want:
+            return []
+        if not self._fd_queue or self._fd_queue[0][0] > end:
+            raise AgentError(errno.EPROTO, "custody: the agent's reply %s declares %d "
+                             "descriptors and none came with it" % (msg.get("id"), want))
+        fds = self._fd_queue.popleft()[2]
+        if len(fds) != want:
+            _close_all(fds)
+            raise AgentError(errno.EPROTO, "custody: the agent's reply %s declares %d "
+                             "descriptors and %d came with it" % (msg.get("id"), want, len(fds)))
+        return fds
 
     def _read_loop(self):
         try:
@@ -413,7 +439,7 @@ class Agent:
             self._ended = error
             pending, self._pending = list(self._pending.values()), {}
             children, self._children = list(self._children.values()), {}
-        _close_all([fd for _, fds in self._fd_queue for fd in fds])
+        _close_all([fd for _, _, fds in self._fd_queue for fd in fds])
         self._fd_queue.clear()
         for c in pending:
             c.error = error

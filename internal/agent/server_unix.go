@@ -81,6 +81,9 @@ func Serve(uc *net.UnixConn, cfg Config) error {
 
 	s.event("hello", hello{Protocol: Protocol, Version: cfg.Version, PID: os.Getpid(), Containment: s.containment,
 		Capabilities: capabilities, MaxLine: MaxLine})
+	ended := make(chan struct{})
+	defer close(ended)
+	s.subreaper(ended)
 	hangup := make(chan struct{})
 	go s.readLoop(hangup)
 	select {

@@ -150,6 +150,11 @@ class Agent:
         argv = [binary]
         for name, value in options.items():
             argv += ["--" + name, str(value)]
+        # What the agent inherits, so that a start can leave out what has not changed since:
+        # the agent's default environment and working directory are these (a start's
+        # environment costs the agent about a third of a millisecond to take in).
+        self._environ = dict(_environ())
+        self.cwd = _getcwd()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             # A session of its own: a terminal's ^C goes to the foreground process group, and
@@ -189,6 +194,10 @@ class Agent:
             raise
         self._reader = threading.Thread(target=self._read_loop, name="custody-agent", daemon=True)
         self._reader.start()
+
+    def environ_unchanged(self):
+        """Reports whether this process's environment is still the one the agent inherited."""
+        return _environ() == self._environ
 
     # The agent's side of a process's life.
 
@@ -459,6 +468,20 @@ class Agent:
             callback = c.callback
         if callback is not None:
             callback(c)
+
+
+def _environ():
+    """os.environ's own dictionary where CPython has one: comparing it costs a microsecond,
+    where comparing os.environ decodes every entry (some 60 µs for 40 variables)."""
+    data = getattr(os.environ, "_data", None)
+    return data if isinstance(data, dict) else os.environ
+
+
+def _getcwd():
+    try:
+        return os.getcwd()
+    except OSError:  # a removed directory
+        return None
 
 
 def _returncode(code, signo):

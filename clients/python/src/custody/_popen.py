@@ -104,12 +104,16 @@ class Popen(subprocess.Popen):
                 else:
                     stdio.append("fd")
                     fds.append(fd)
-            request = {"argv": argv, "env": _environment(env), "stdio": stdio}
+            agent = _agent.agent()
+            request = {"argv": argv, "stdio": stdio}
+            # subprocess's env=None and cwd=None mean this process's now; the agent's own are
+            # this process's when it started, so they are sent only when they differ.
+            if env is not None or not agent.environ_unchanged():
+                request["env"] = _environment(env)
             directory = _cwd(cwd)
-            if directory is not None:
+            if directory is not None and (cwd is not None or directory != agent.cwd):
                 request["cwd"] = directory
             request.update({k: v for k, v in self._custody.items() if v is not None})
-            agent = _agent.agent()
             child = _agent.Child()
             reply, got = agent.call("start", request, fds, child=child, argv0=argv[0])
             _agent._close_all(got)  # none were asked for: every stream went as a descriptor

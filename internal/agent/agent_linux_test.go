@@ -278,9 +278,16 @@ func TestManyChildren(t *testing.T) {
 // TestClientKilled: a client SIGKILLed in the middle of a request takes the agent and every
 // child's whole tree (a descendant in a session of its own included) with it.
 func TestClientKilled(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { testClientKilled(t, "alone") })
+	// A copy of the client's end, inherited by another process, keeps the connection open: the
+	// agent sees its client's end through the handle on its parent.
+	t.Run("connection-inherited", func(t *testing.T) { testClientKilled(t, "leak") })
+}
+
+func testClientKilled(t *testing.T, how string) {
 	mark := testproc.Mark()
 	testproc.CleanupMarked(t, mark)
-	cmd := testproc.Helper(t, "client", "5", ledgerPath(t))
+	cmd := testproc.Helper(t, "client", "5", ledgerPath(t), how)
 	cmd.Env = append(cmd.Env, mark)
 	p := testproc.Start(t, cmd)
 	agentPID, _ := strconv.Atoi(p.Expect("agent ", time.Minute)[0])

@@ -8,7 +8,9 @@ package agent_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -60,6 +62,20 @@ func TestMain(m *testing.M) {
 	// client starts an agent on a socketpair, has it start argv[0] children of the "tree" helper,
 	// prints their PIDs and the agent's, then sends the start of a request and waits to be killed
 	// in the middle of it.
+	// holder keeps a copy of the client's socket (descriptor 3) until its stdin ends, and then
+	// until the agent, argv[0], is gone: a process that inherited the connection, which must not
+	// keep the agent alive once its client has ended.
+	testproc.Register("holder", func(args []string) int {
+		io.Copy(io.Discard, os.Stdin)
+		agent, _ := strconv.Atoi(args[0])
+		testproc.Poll(context.Background(), 5*time.Minute, func() error {
+			if syscall.Kill(agent, 0) == nil {
+				return errors.New("the agent runs")
+			}
+			return nil
+		})
+		return 0
+	})
 	testproc.Register("client", func(args []string) int {
 		return runClient(args)
 	})
@@ -379,6 +395,16 @@ func runClient(args []string) int {
 	theirs.Close()
 	fmt.Println("agent", agent.Process.Pid)
 	mine := os.NewFile(uintptr(fds[0]), "client")
+	if len(args) > 2 && args[2] == "leak" {
+		holder := exec.Command(exe, strconv.Itoa(agent.Process.Pid))
+		holder.Env = append(os.Environ(), testproc.Env("holder"))
+		holder.ExtraFiles = []*os.File{mine}
+		holder.StdinPipe() // its lifeline: this process's end of it closes when this process dies
+		if err := holder.Start(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+	}
 	c, _ := net.FileConn(mine)
 	conn := c.(*net.UnixConn)
 	dec := json.NewDecoder(conn)

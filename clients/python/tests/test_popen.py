@@ -397,22 +397,28 @@ def test_configure_after_the_agent_started_is_refused():
         custody.configure(tag_env="HERMES_SPAWN")
 
 
-@pytest.mark.xfail(strict=True, raises=custody.AgentError,
-                   reason="the agent answers release of a running child with error 'running' "
-                          "(the library's Release refuses a non-empty scope); docs/agent.md "
-                          "says the child runs on, owned by nobody")
-def test_release_leaves_the_child_running_unowned():
-    p = custody.Popen(["sleep", "1000"])
-    child = Incarnation(p.pid)
-    try:
+def test_release_refuses_a_running_scope_and_drops_an_empty_one(children):
+    require_cgroup()  # the setsid grandchild stays in the scope only with a cgroup
+    p = custody.Popen(["sh", "-c", "setsid sh -c 'echo $$; exec sleep 1000' & read go"],
+                      stdin=PIPE, stdout=PIPE)
+    children.append(p)
+    grandchild = Incarnation(p.stdout.readline())
+    with pytest.raises(ChildProcessError) as info:
+        p.release()  # it would outlive its owner uncovered
+    assert info.value.custody_code == "running"
+    assert _ledger_rows_naming_pid(p.pid)  # nothing changed
+    p.stdin.write(b"go\n")
+    p.stdin.close()
+    assert p.wait(60) == 0  # the leader is gone; its setsid grandchild runs on in the scope
+    with pytest.raises(ChildProcessError):
         p.release()
-        assert child.alive()
-        assert not _ledger_rows_naming_pid(p.pid)
-        with pytest.raises(custody.AgentError, match="released"):
-            p.wait(5)
-    finally:
-        kill_verified(child)  # nobody owns it now: the test ends what it started
-    assert wait_gone([child]) == []
+    assert p.stop(grace=1).ok  # ends the residue
+    assert wait_gone([grandchild]) == []
+    q = custody.Popen(["true"])
+    children.append(q)
+    assert q.wait(60) == 0
+    q.release()  # an empty scope: row and cover dropped
+    assert not _ledger_rows_naming_pid(q.pid)
 
 
 def test_keep_and_grant_env(children):

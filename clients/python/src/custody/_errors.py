@@ -46,6 +46,9 @@ _BY_CODE = {
     # The bounded wait for the ledger's lock ran out: nothing was started.
     "ledger-locked": (TimeoutError, errno.ETIMEDOUT),
     "grant-refused": (PermissionError, errno.EPERM),
+    # release of a child whose scope still runs: nothing changed.
+    "running": (ChildProcessError, errno.EBUSY),
+    "busy": (AgentError, errno.EBUSY),
     "unsupported": (OSError, errno.ENOTSUP),
     "bad-request": (ValueError, None),
     "start-failed": (ChildProcessError, errno.ECHILD),

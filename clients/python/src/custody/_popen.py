@@ -183,8 +183,10 @@ class Popen(subprocess.Popen):
         return self._request("grant", ttl=ttl)["grant"]
 
     def release(self):
-        """Give the child up: its row and cover are dropped and it runs on, owned by nobody.
-        Its exit status is never known here afterwards."""
+        """Drop the child's row and cover once its scope is empty: its leader has exited and
+        nothing it started runs on. While the scope still runs, the agent refuses (it would
+        outlive this process uncovered) and :class:`ChildProcessError` is raised; hand a running
+        child over with :meth:`grant` instead."""
         self._request("release")
         self._agent.forget(self.pid)
         self._child.finish(lost=AgentError("custody: child %d was released" % self.pid))

@@ -42,9 +42,10 @@ type server struct {
 
 	requests sync.WaitGroup // requests being served
 	watches  sync.WaitGroup // children whose exit is awaited, grants whose end is
+
 	// closing is closed once the final stops are done: a watch still waiting then (a child handed
 	// over, one whose stop could not be proven, a grant still served) ends without its event.
-	closing     chan struct{}
+	closing chan struct{}
 }
 
 // held is one child the agent holds.

@@ -419,3 +419,111 @@ a.close()
 assert agent.wait() == 0
 print("ok")
 `
+
+// TestRelease: a running child is not released (it would outlive its owner uncovered); one whose
+// scope is empty is, and the agent forgets it.
+func TestRelease(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	r := c.do(helperStart(t, "hold", mark))
+	pid := r.num("pid")
+	if rel := c.do(map[string]any{"op": "release", "pid": pid}); rel.code() != "running" {
+		t.Errorf("release of a running child: %s, want running", rel.raw)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("the child after a refused release: %v", err)
+	}
+	c.do(map[string]any{"op": "signal", "pid": pid, "signal": 9})
+	c.event("exit")
+	testproc.WaitFor(t, time.Minute, func() error {
+		rel := c.do(map[string]any{"op": "release", "pid": pid})
+		if rel.ok() || rel.code() == "no-such-child" { // released by itself once its scope was seen empty
+			return nil
+		}
+		return fmt.Errorf("release after the exit: %s", rel.raw)
+	})
+	if l := c.do(map[string]any{"op": "list"}); len(l.fields["children"].([]any)) != 0 {
+		t.Errorf("list after the release: %s", l.raw)
+	}
+}
+
+// TestGrantAdopt: one agent grants its child, another adopts it; the giver says handed and
+// forgets it, and the child dies with the new owner's client.
+func TestGrantAdopt(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	led := ledgerPath(t)
+	giver := startAgent(t, "--ledger", led)
+	receiver := startAgent(t, "--ledger", led)
+	req := helperStart(t, "hold", mark)
+	req["stdio"] = []string{"null", "null", "null"} // it outlives the giver, whose stderr the test reads
+	r := giver.do(req)
+	pid := r.num("pid")
+	g := giver.do(map[string]any{"op": "grant", "pid": pid, "ttl": 60})
+	if !g.ok() || g.str("grant") == "" {
+		t.Fatalf("grant: %s", g.raw)
+	}
+	a := receiver.do(map[string]any{"op": "adopt", "grant": g.str("grant"), "grace": 2})
+	if !a.ok() || a.num("pid") != pid {
+		t.Fatalf("adopt: %s", a.raw)
+	}
+	if h := giver.event("handed"); h.num("pid") != pid || h.num("receiver") != receiver.hello.num("pid") {
+		t.Errorf("handed event %s, want pid %d and the receiver %d", h.raw, pid, receiver.hello.num("pid"))
+	}
+	if s := giver.do(map[string]any{"op": "stop", "pid": pid}); s.code() != "no-such-child" {
+		t.Errorf("the giver's stop after the hand-over: %s, want no-such-child", s.raw)
+	}
+	if again := receiver.do(map[string]any{"op": "adopt", "grant": g.str("grant")}); again.code() != "grant-refused" {
+		t.Errorf("a used grant: %s, want grant-refused", again.raw)
+	}
+	if err := giver.hangup(); err != nil {
+		t.Errorf("giver: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the adopted child died with its giver: %v", err)
+	}
+	if err := receiver.hangup(); err != nil {
+		t.Errorf("receiver: %v", err)
+	}
+	testproc.NoSurvivors(t, mark, time.Minute)
+}
+
+// TestOrphansReaped: a descendant whose parent exits is re-parented to the agent, its
+// subreaper, and reaped by it when it exits: no zombie stays behind.
+func TestOrphansReaped(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	req := helperStart(t, "orphan", mark)
+	out, w, _ := os.Pipe()
+	req["stdio"] = []string{"null", "fd", "inherit"}
+	if r := c.do(req, w); !r.ok() {
+		t.Fatalf("start: %s", r.raw)
+	}
+	w.Close()
+	b, _ := io.ReadAll(out) // the orphan's PID; EOF once it and its parent have exited
+	orphan, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("orphan helper said %q", b)
+	}
+	c.event("exit")
+	agent := strconv.Itoa(c.hello.num("pid"))
+	testproc.WaitFor(t, time.Minute, func() error {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", orphan))
+		if err != nil {
+			return fmt.Errorf("the orphan %d exited before it was seen re-parented: %v", orphan, err)
+		}
+		if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); f[1] != agent {
+			return fmt.Errorf("the orphan's parent is %s, not the agent %s", f[1], agent)
+		}
+		return nil
+	})
+	testproc.WaitFor(t, time.Minute, func() error {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", orphan))
+		if err != nil {
+			return nil // reaped
+		}
+		return fmt.Errorf("the orphan %d is not reaped: %s", orphan, st)
+	})
+}

@@ -225,7 +225,16 @@ func (s *server) grant(req request, f *frame) {
 		Grant string `json:"grant"`
 	}{g.String()})
 	s.watches.Go(func() {
-		res, _ := g.Wait(context.Background())
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		res, _ := g.Wait(ctx)
 		if res.Outcome != custody.Transferred {
 			return
 		}

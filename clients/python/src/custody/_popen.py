@@ -187,7 +187,13 @@ class Popen(subprocess.Popen):
         nothing it started runs on. While the scope still runs, the agent refuses (it would
         outlive this process uncovered) and :class:`ChildProcessError` is raised; hand a running
         child over with :meth:`grant` instead."""
-        self._request("release")
+        try:
+            self._request("release")
+        except ProcessLookupError:
+            # The agent releases a child itself once its scope is empty after the exit; only
+            # then may it no longer know the pid.
+            if not self._child.done.is_set():
+                raise
         self._agent.forget(self.pid)
         self._child.finish(lost=AgentError("custody: child %d was released" % self.pid))
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -526,4 +527,49 @@ func TestOrphansReaped(t *testing.T) {
 		}
 		return fmt.Errorf("the orphan %d is not reaped: %s", orphan, st)
 	})
+}
+
+// TestUsage: bad flags and a transport that cannot be set up get one error line and their exit
+// status, and start nothing.
+func TestUsage(t *testing.T) {
+	led := ledgerPath(t)
+	open := filepath.Join(testproc.TempDir(t), "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	notSocket, _ := os.Open(os.DevNull)
+	defer notSocket.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"agent"}, 2},
+		{[]string{"agent", "--fd", "3", "--socket", "x"}, 2},
+		{[]string{"agent", "--fd", "1"}, 2},
+		{[]string{"agent", "--fd", "3", "--grace", "0s"}, 2},
+		{[]string{"agent", "--fd", "3", "extra"}, 2},
+		{[]string{"agent", "--fd", "3"}, 1},                          // descriptor 3 is not a socket
+		{[]string{"agent", "--fd", "9"}, 1},                          // nor open
+		{[]string{"agent", "--socket", filepath.Join(open, "s")}, 1}, // a directory others can write
+	} {
+		cmd := testproc.Helper(t, "custody", append([]string{"--ledger", led}, tc.args...)...)
+		cmd.ExtraFiles = []*os.File{notSocket}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], "custody: error: ") || len(out) != 0 {
+			t.Errorf("custody %q: exit %d, stderr %q, stdout %q; want exit %d and one error line", tc.args, code,
+				stderr.String(), out, tc.code)
+		}
+	}
+	if _, err := os.Stat(led); err == nil {
+		t.Errorf("the ledger was written by a refused agent")
+	}
+	if entries, _ := os.ReadDir(open); len(entries) != 0 {
+		t.Errorf("a refused --socket left %v", entries)
+	}
 }

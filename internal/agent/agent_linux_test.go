@@ -3,17 +3,21 @@ package agent_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/internal/testproc"
 )
@@ -572,4 +576,58 @@ func TestUsage(t *testing.T) {
 	if entries, _ := os.ReadDir(open); len(entries) != 0 {
 		t.Errorf("a refused --socket left %v", entries)
 	}
+}
+
+// TestLostCover: the supervisor's death is told as lost-cover, its replacement as covered, and
+// the child is covered again: the agent's own SIGKILL then takes it with it.
+func TestLostCover(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	r := c.do(helperStart(t, "hold", mark))
+	child := r.num("pid")
+	sup := 0
+	testproc.WaitFor(t, time.Minute, func() error {
+		for _, pid := range childrenOf(c.agent.Process.Pid) {
+			if pid != child {
+				sup = pid
+				return nil
+			}
+		}
+		return errors.New("no supervisor among the agent's children")
+	})
+	// The supervisor is the agent's child, a process of this test's tree: signalled through a
+	// pidfd, proven by its parent read after the pidfd was opened.
+	pidfd, err := unix.PidfdOpen(sup, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	if !slices.Contains(childrenOf(c.agent.Process.Pid), sup) {
+		t.Fatalf("pid %d is no longer the agent's child", sup)
+	}
+	if err := unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.event("lost-cover"); m.str("message") == "" {
+		t.Errorf("lost-cover without a message: %s", m.raw)
+	}
+	c.event("covered")
+	c.agent.Process.Kill()
+	testproc.NoSurvivors(t, mark, time.Minute)
+}
+
+// childrenOf lists pid's children.
+func childrenOf(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var pids []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(s); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
 }

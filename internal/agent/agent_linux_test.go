@@ -3,16 +3,21 @@ package agent_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/internal/testproc"
 )
@@ -526,4 +531,156 @@ func TestOrphansReaped(t *testing.T) {
 		}
 		return fmt.Errorf("the orphan %d is not reaped: %s", orphan, st)
 	})
+}
+
+// TestUsage: bad flags and a transport that cannot be set up get one error line and their exit
+// status, and start nothing.
+func TestUsage(t *testing.T) {
+	led := ledgerPath(t)
+	open := filepath.Join(testproc.TempDir(t), "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	notSocket, _ := os.Open(os.DevNull)
+	defer notSocket.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"agent"}, 2},
+		{[]string{"agent", "--fd", "3", "--socket", "x"}, 2},
+		{[]string{"agent", "--fd", "1"}, 2},
+		{[]string{"agent", "--fd", "3", "--grace", "0s"}, 2},
+		{[]string{"agent", "--fd", "3", "extra"}, 2},
+		{[]string{"agent", "--fd", "3"}, 1},                          // descriptor 3 is not a socket
+		{[]string{"agent", "--fd", "9"}, 1},                          // nor open
+		{[]string{"agent", "--socket", filepath.Join(open, "s")}, 1}, // a directory others can write
+	} {
+		cmd := testproc.Helper(t, "custody", append([]string{"--ledger", led}, tc.args...)...)
+		cmd.ExtraFiles = []*os.File{notSocket}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], "custody: error: ") || len(out) != 0 {
+			t.Errorf("custody %q: exit %d, stderr %q, stdout %q; want exit %d and one error line", tc.args, code,
+				stderr.String(), out, tc.code)
+		}
+	}
+	if _, err := os.Stat(led); err == nil {
+		t.Errorf("the ledger was written by a refused agent")
+	}
+	if entries, _ := os.ReadDir(open); len(entries) != 0 {
+		t.Errorf("a refused --socket left %v", entries)
+	}
+}
+
+// TestLostCover: the supervisor's death is told as lost-cover, its replacement as covered, and
+// the child is covered again: the agent's own SIGKILL then takes it with it.
+func TestLostCover(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	r := c.do(helperStart(t, "hold", mark))
+	child := r.num("pid")
+	sup := 0
+	testproc.WaitFor(t, time.Minute, func() error {
+		for _, pid := range childrenOf(c.agent.Process.Pid) {
+			if pid != child {
+				sup = pid
+				return nil
+			}
+		}
+		return errors.New("no supervisor among the agent's children")
+	})
+	// The supervisor is the agent's child, a process of this test's tree: signalled through a
+	// pidfd, proven by its parent read after the pidfd was opened.
+	pidfd, err := unix.PidfdOpen(sup, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	if !slices.Contains(childrenOf(c.agent.Process.Pid), sup) {
+		t.Fatalf("pid %d is no longer the agent's child", sup)
+	}
+	if err := unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.event("lost-cover"); m.str("message") == "" {
+		t.Errorf("lost-cover without a message: %s", m.raw)
+	}
+	c.event("covered")
+	c.agent.Process.Kill()
+	testproc.NoSurvivors(t, mark, time.Minute)
+}
+
+// childrenOf lists pid's children.
+func childrenOf(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var pids []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(s); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// TestStartFields: argv[0] is looked up in the PATH of env, the child gets env (and the spawn tag,
+// in tag_env's variable, naming purpose) and cwd; late requests about an exited child are answered
+// as for an exited child.
+func TestStartFields(t *testing.T) {
+	c := startAgent(t)
+	dir := testproc.TempDir(t)
+	for _, tc := range []struct {
+		tagEnv, want string
+	}{{"", "CUSTODY_SPAWN=v1:"}, {"HERMES_SPAWN", "HERMES_SPAWN=v1:"}} {
+		req := map[string]any{"op": "start", "argv": []string{"sh", "-c", "pwd; env"}, "cwd": dir, "purpose": "mcp-helper",
+			"env": map[string]string{"PATH": "/usr/bin:/bin", "FOO": "bar"}, "stdio": []string{"null", "pipe", "inherit"}}
+		if tc.tagEnv != "" {
+			req["tag_env"] = tc.tagEnv
+		}
+		r := c.do(req)
+		if !r.ok() || len(r.fds) != 1 {
+			t.Fatalf("start: %s", r.raw)
+		}
+		out, _ := io.ReadAll(r.fds[0])
+		r.fds[0].Close()
+		got := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if got[0] != dir || !slices.Contains(got, "FOO=bar") || slices.Contains(got, "HOME="+os.Getenv("HOME")) {
+			t.Errorf("child's cwd and env %q, want %s, FOO=bar and nothing of the agent's", got, dir)
+		}
+		tagged := false
+		for _, kv := range got {
+			if strings.HasPrefix(kv, tc.want) && strings.Contains(kv, ":mcp-helper:") {
+				tagged = true
+			}
+		}
+		if !tagged {
+			t.Errorf("tag_env %q: no %s…:mcp-helper: tag in %q", tc.tagEnv, tc.want, got)
+		}
+		c.event("exit")
+		pid := r.num("pid")
+		testproc.WaitFor(t, time.Minute, func() error {
+			if l := c.do(map[string]any{"op": "list"}); len(l.fields["children"].([]any)) != 0 {
+				return fmt.Errorf("list still has the exited child: %s", l.raw)
+			}
+			return nil
+		})
+		if s := c.do(map[string]any{"op": "signal", "pid": pid, "signal": "TERM"}); !s.ok() || s.fields["delivered"] != false {
+			t.Errorf("signal after the exit: %s, want delivered false", s.raw)
+		}
+		if s := c.do(map[string]any{"op": "stop", "pid": pid}); !s.ok() || s.str("outcome") != "already-exited" {
+			t.Errorf("stop after the exit: %s, want already-exited", s.raw)
+		}
+	}
+	if r := c.do(map[string]any{"op": "start", "argv": []string{"true"}, "cwd": "/nonexistent"}); r.code() != "bad-request" {
+		t.Errorf("a cwd that is not there: %s, want bad-request", r.raw)
+	}
 }

@@ -123,12 +123,14 @@ export class Agent {
             return;
           }
           hello(h);
+          this.unref();
           continue;
         }
         this.dispatch(msg);
       }
     });
-    this.unref();
+    // Held until the hello: whoever started the agent is about to use it.
+    this.refs = 1;
   }
 
   private *lines(chunk: Buffer): Generator<string> {
@@ -190,7 +192,7 @@ export class Agent {
       this.unref();
       throw err;
     }
-    if (op !== 'ping' && !hello.capabilities.includes(op)) {
+    if (!serves(hello, op)) {
       this.unref();
       throw new AgentError('unsupported', `custody agent ${hello.version} does not serve "${op}"`);
     }
@@ -275,6 +277,16 @@ export class Agent {
   close(): void {
     this.sock?.end();
   }
+}
+
+/**
+ * Reports whether the agent serves `op`. `start` and `ping` are always served; `fifos` is named
+ * by the `fifo` capability (the stdio entry) or by its own name.
+ */
+function serves(hello: Hello, op: string): boolean {
+  if (op === 'start' || op === 'ping') return true;
+  if (op === 'fifos' && hello.capabilities.includes('fifo')) return true;
+  return hello.capabilities.includes(op);
 }
 
 let current: Agent | null = null;

@@ -3,11 +3,12 @@
 
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
-import net from 'node:net';
+import type net from 'node:net';
 import os from 'node:os';
 import { PassThrough, type Readable, type Stream, type Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { agent, AgentError, type Agent } from './agent.js';
+import { closeSet, fetchAhead, socketOf, streamNames, takeSet, withdrawn } from './fifos.js';
 
 /** One entry of `stdio`, as child_process takes it (`'ipc'` excepted). */
 export type StdioEntry = 'pipe' | 'overlapped' | 'ignore' | 'inherit' | number | Stream | null | undefined;
@@ -54,7 +55,6 @@ export interface StopResult {
 
 const defaultForceKillAfterDelay = 5000;
 type Wire = 'pipe' | 'null' | 'inherit' | 'stdout';
-const streamNames = ['stdin', 'stdout', 'stderr'] as const;
 
 function signalName(signal: NodeJS.Signals | number): NodeJS.Signals {
   const signals = os.constants.signals as Record<string, number>;
@@ -201,24 +201,29 @@ export class CustodyChildProcess extends EventEmitter {
     if (options.grace !== undefined) request.grace = options.grace / 1000;
     if (options.keep !== undefined) request.keep = options.keep;
     if (options.tagEnv !== undefined) request.tag_env = options.tagEnv;
+    const streams = streamNames.filter((_, i) => wire[i] === 'pipe');
     try {
-      const streams = streamNames.filter((_, i) => wire[i] === 'pipe');
-      if (streams.length > 0) {
-        const fifos = await this.agent.request('fifos', { streams });
-        const paths = fifos.paths as Record<string, string>;
-        streams.forEach((name) => {
-          const i = streamNames.indexOf(name);
-          socks[i] = openFifo(paths[name], i === 0);
-        });
-        request.fifos = fifos.token;
+      for (let attempt = 0; ; attempt++) {
+        const set = streams.length > 0 ? await takeSet(this.agent, streams, attempt > 0) : null;
+        if (set) request.fifos = set.token;
+        try {
+          await this.agent.request('start', request, (reply) => {
+            this.pid = reply.pid as number;
+            this.containment = reply.containment as string;
+            this.agent.hold(this.pid, (code, signal) => this.onExit(code, signal), (err) => this.onLost(err), this.held);
+          });
+        } catch (err) {
+          if (set) closeSet(set);
+          if (attempt === 0 && withdrawn(err)) continue;
+          throw err;
+        }
+        if (set) {
+          streams.forEach((name) => (socks[streamNames.indexOf(name)] = socketOf(set.fds[name] as number, name === 'stdin')));
+          fetchAhead(this.agent, streams);
+        }
+        break;
       }
-      await this.agent.request('start', request, (reply) => {
-        this.pid = reply.pid as number;
-        this.containment = reply.containment as string;
-        this.agent.hold(this.pid, (code, signal) => this.onExit(code, signal), (err) => this.onLost(err), this.held);
-      });
     } catch (err) {
-      for (const s of socks) s?.destroy();
       this.failStart(err as Error, file, args, ends);
       return false;
     }
@@ -401,17 +406,6 @@ export class CustodyChildProcess extends EventEmitter {
     this.held = false;
     if (this.pid !== undefined) this.agent.setRef(this.pid, false);
   }
-}
-
-/**
- * Opens the client's side of one of the agent's named pipes. O_NONBLOCK: the agent has its own
- * side open already, so the open cannot wait, and libuv's pipe handle (not its thread pool,
- * whose four threads a hundred blocking opens would starve) then reads and writes it.
- */
-function openFifo(path: string, forWriting: boolean): net.Socket {
-  const { O_RDONLY, O_WRONLY, O_NONBLOCK } = fs.constants;
-  const fd = fs.openSync(path, (forWriting ? O_WRONLY : O_RDONLY) | O_NONBLOCK);
-  return new net.Socket({ fd, readable: !forWriting, writable: forWriting });
 }
 
 /**

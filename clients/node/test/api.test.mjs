@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { closed, firstLine, fixture, helper, identify, readAll, waitGone } from './helpers.mjs';
 import { spawn } from '../dist/index.js';
 
@@ -108,11 +109,20 @@ test("stdio 'ignore', a descriptor and a Stream", async (t) => {
   assert.deepEqual(await closed(child), [0, null]);
   fs.closeSync(fd);
   assert.equal(fs.readFileSync(file, 'utf8'), 'to-fd\n');
+  // A Stream of the caller's: written before 'close', and left open.
+  const out = new PassThrough();
+  let got = '';
+  out.on('data', (d) => (got += d));
+  const viaStream = cleanup(t, spawn('echo', ['to-stream'], { stdio: ['ignore', out, 'inherit'] }));
+  assert.deepEqual(await closed(viaStream), [0, null]);
+  assert.equal(got, 'to-stream\n');
+  assert.equal(out.writableEnded, false);
 });
 
 test("stdio 'inherit' is the owner's own stream", async (t) => {
   const h = helper(t, fixture('inherit.mjs'));
   assert.equal(await h.line('inherited '), 'hello');
+  assert.equal(await h.line('merged '), 'stderr');
   assert.deepEqual(await h.exited, [0, null]);
 });
 
@@ -176,6 +186,7 @@ test('the agent does not keep Node alive once no child is held', async (t) => {
   const h = helper(t, fixture('idle.mjs'));
   const agentPid = Number(await h.line('agent '));
   const agent = identify(agentPid);
+  h.child.stdin.end('go\n');
   assert.deepEqual(await h.exited, [0, null]);
   await waitGone([agent]);
 });
@@ -183,6 +194,7 @@ test('the agent does not keep Node alive once no child is held', async (t) => {
 test('a child that is unref()ed does not keep Node alive, and dies with it', async (t) => {
   const h = helper(t, fixture('unref.mjs'));
   const child = identify(Number(await h.line('child ')));
+  h.child.stdin.end('go\n');
   assert.deepEqual(await h.exited, [0, null]);
   await waitGone([child]);
 });

@@ -71,6 +71,13 @@ export class Agent {
   private ended: Error | null = null;
 
   constructor(bin: string = findBinary()) {
+    if (process.platform === 'win32') {
+      // The agent's --fd is a Unix socket; on Windows Node's 'pipe' is a named pipe the agent
+      // does not take as its --fd, and --socket with a named pipe is not wired here yet.
+      const err: NodeJS.ErrnoException = new Error('custody: the Node client does not run on Windows yet');
+      err.code = 'ERR_CUSTODY_UNSUPPORTED';
+      throw err;
+    }
     // detached: the agent gets a session of its own, so a terminal's ^C (sent to the foreground
     // process group, which holds this Node process) does not kill the agent and with it every
     // child before the program's own SIGINT handler has had its say. The agent still dies with

@@ -32,6 +32,10 @@ export interface SpawnOptions {
    * never forces.
    */
   forceKillAfterDelay?: number | boolean;
+  /** Accepted and ignored: every child is in a scope of its own, and dies with its owner. */
+  detached?: boolean;
+  /** Accepted and ignored (Windows only in child_process). */
+  windowsHide?: boolean;
   /** The ledger row's purpose (non-empty, no `:`); default the agent's. */
   purpose?: string;
   /** Milliseconds between the request to exit and the kill, for `stop()` and the final stop. */
@@ -76,11 +80,14 @@ function streamFd(s: Stream): number | undefined {
 }
 
 function normalizeStdio(stdio: SpawnOptions['stdio']): StdioEntry[] {
-  const entries = Array.isArray(stdio) ? stdio.slice(0, 3) : [stdio, stdio, stdio];
-  while (entries.length < 3) entries.push(undefined);
-  for (const e of entries) {
+  const all = Array.isArray(stdio) ? [...stdio] : [stdio, stdio, stdio];
+  all.forEach((e, i) => {
     if ((e as unknown) === 'ipc') throw new TypeError('custody: stdio "ipc" is not supported');
-  }
+    // The agent gives a child three streams: a fourth descriptor asked for is not silently lost.
+    if (i >= 3 && e !== undefined && e !== null && e !== 'ignore') throw new TypeError(`custody: stdio[${i}]: only three streams are supported`);
+  });
+  const entries = all.slice(0, 3);
+  while (entries.length < 3) entries.push(undefined);
   return entries;
 }
 
@@ -409,6 +416,13 @@ export class CustodyChildProcess extends EventEmitter {
 }
 
 /**
+ * child_process options the agent has no field for. Refused rather than ignored: a child started
+ * as another user, or without the timeout asked for, would be a success that is not one.
+ * (`detached` and `windowsHide` are accepted: every child is in a scope of its own already.)
+ */
+const unsupportedOptions = ['uid', 'gid', 'argv0', 'timeout', 'serialization'] as const;
+
+/**
  * Starts `command` with `args` as child_process.spawn does, as an owned child of this Node
  * process: born in a scope of its own, covered by custody's owner-death supervisor, recorded in
  * the ledger. When this process ends, by any cause (even SIGKILL), the child's whole scope is
@@ -420,6 +434,13 @@ export function spawn(command: string, args?: readonly string[] | SpawnOptions, 
     args = [];
   }
   const opts = options ?? {};
+  for (const name of unsupportedOptions) {
+    if ((opts as Record<string, unknown>)[name] !== undefined) {
+      const err: NodeJS.ErrnoException = new TypeError(`custody: spawn option "${name}" is not supported`);
+      err.code = 'ERR_CUSTODY_UNSUPPORTED';
+      throw err;
+    }
+  }
   let file = command;
   let argv = [...(args as readonly string[])];
   if (opts.shell) {

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { closed, firstLine, fixture, helper, identify, readAll, waitGone } from './helpers.mjs';
-import { spawn } from '../dist/index.js';
+import { findBinary, spawn } from '../dist/index.js';
+import { shippedBinary } from '../dist/binary.js';
 
 /** Ends `child`'s scope after the test, whatever the test did. */
 function cleanup(t, child) {
@@ -211,4 +212,22 @@ test('100 concurrent starts', async (t) => {
     assert.deepEqual(status, [0, null]);
   }
   assert.equal(new Set(children.map((c) => c.pid)).size, 100);
+});
+
+test('options the agent cannot honour are refused, not ignored', () => {
+  for (const opt of [{ uid: 0 }, { gid: 0 }, { argv0: 'x' }, { timeout: 10 }]) {
+    assert.throws(() => spawn('true', [], opt), { code: 'ERR_CUSTODY_UNSUPPORTED' });
+  }
+  assert.throws(() => spawn('true', [], { stdio: ['pipe', 'pipe', 'pipe', 'ipc'] }), TypeError);
+});
+
+test('the binary: CUSTODY_BIN as given, then the shipped copy, then PATH', (t) => {
+  assert.throws(() => findBinary({ CUSTODY_BIN: '/nonexistent/custody' }), { code: 'ENOENT', message: /CUSTODY_BIN=\/nonexistent\/custody/ });
+  assert.equal(findBinary({ CUSTODY_BIN: process.env.CUSTODY_BIN }), process.env.CUSTODY_BIN);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custody-node-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.symlinkSync(process.env.CUSTODY_BIN, path.join(dir, 'custody'));
+  const shipped = fs.existsSync(shippedBinary);
+  assert.equal(findBinary({ PATH: `/nonexistent:${dir}` }), shipped ? shippedBinary : path.join(dir, 'custody'));
+  if (!shipped) assert.throws(() => findBinary({ PATH: '/nonexistent' }), { code: 'ENOENT', message: /tried CUSTODY_BIN \(unset\), .*bin\/custody, PATH=\/nonexistent/ });
 });

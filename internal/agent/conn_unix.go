@@ -35,7 +35,7 @@ func (c *conn) read(s *splitter) ([]frame, error) {
 	if oobn > 0 {
 		fds = parseRights(c.oob[:oobn])
 	}
-	if n == 0 && err != nil {
+	if n <= 0 && err != nil { // n is -1 with some errors
 		for _, f := range fds {
 			f.Close()
 		}

@@ -79,7 +79,8 @@ func (s *server) signal(req request, f *frame) {
 		s.ok(req.id, struct {
 			Delivered bool `json:"delivered"`
 		}{true})
-	case errors.Is(err, os.ErrProcessDone), errors.Is(err, syscall.ESRCH):
+	case errors.Is(err, os.ErrProcessDone), errors.Is(err, syscall.ESRCH), errors.Is(err, os.ErrClosed):
+		// ErrClosed: the child exited and was released meanwhile, its handles closed.
 		s.ok(req.id, struct {
 			Delivered bool `json:"delivered"`
 		}{false})
@@ -150,7 +151,7 @@ func (s *server) stop(req request, f *frame) {
 		s.fail(req.id, e)
 		return
 	}
-	res := h.child.Stop(context.Background(), custody.StopOptions{Grace: grace})
+	res := h.stop(grace)
 	if res.OK() {
 		s.forget(h, false)
 	}
@@ -179,7 +180,7 @@ func (s *server) release(req request, f *frame) {
 	if !ok {
 		return
 	}
-	if err := h.child.Release(context.Background()); err != nil {
+	if err := h.release(); err != nil {
 		s.fail(req.id, errorf(codeRunning, "%s", strings.TrimPrefix(err.Error(), "custody: ")))
 		return
 	}

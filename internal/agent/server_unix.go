@@ -29,6 +29,13 @@ type server struct {
 	containment string
 	fifos       *fifoStore
 
+	// startMu makes the agent's starts take the ledger lock one after the other. Each start
+	// waits for the lock at most the ledger's LockTimeout, and fails ledger-locked after it: a
+	// burst of concurrent starts (a client starting 200 children at once) would otherwise queue on
+	// the lock file and time out against each other, although no other process holds it. Queued
+	// here, they wait for one another without a limit, and only another process's hold fails one.
+	startMu sync.Mutex
+
 	mu       sync.Mutex
 	children map[int]*held
 	ending   bool
@@ -44,6 +51,11 @@ type held struct {
 	argv    []string
 	purpose string
 	grace   time.Duration
+
+	// stopMu serialises this child's stops and releases: Child.Release closes the scope's
+	// handles even while a Stop is using them (its reaper's own release waits for the Stop; an
+	// explicit one does not), and the Stop would then fail with no-authority over a closed scope.
+	stopMu sync.Mutex
 
 	exited    bool // the leader exited; members of its scope remain
 	forgotten bool // released or handed over: no exit event, not in list
@@ -69,6 +81,9 @@ func Serve(uc *net.UnixConn, cfg Config) error {
 
 	s.event("hello", hello{Protocol: Protocol, Version: cfg.Version, PID: os.Getpid(), Containment: s.containment,
 		Capabilities: capabilities, MaxLine: MaxLine})
+	ended := make(chan struct{})
+	defer close(ended)
+	s.subreaper(ended)
 	hangup := make(chan struct{})
 	go s.readLoop(hangup)
 	select {
@@ -229,9 +244,23 @@ func (s *server) end() error {
 	return errors.Join(errs...)
 }
 
+// stop stops the child with grace (see stopMu).
+func (h *held) stop(grace time.Duration) custody.StopResult {
+	h.stopMu.Lock()
+	defer h.stopMu.Unlock()
+	return h.child.Stop(context.Background(), custody.StopOptions{Grace: grace})
+}
+
+// release releases the child (see stopMu).
+func (h *held) release() error {
+	h.stopMu.Lock()
+	defer h.stopMu.Unlock()
+	return h.child.Release(context.Background())
+}
+
 // finalStop stops a child at the agent's end.
 func (s *server) finalStop(h *held) error {
-	res := h.child.Stop(context.Background(), custody.StopOptions{Grace: h.grace})
+	res := h.stop(h.grace)
 	if !res.OK() {
 		fmt.Fprintf(s.cfg.Stderr, "custody: warning: agent: pid %d: %s: %s\n", h.child.ID.PID, res.Outcome, res.Reason)
 		return fmt.Errorf("agent: stop pid %d: %s: %s", h.child.ID.PID, res.Outcome, res.Reason)

@@ -138,8 +138,10 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 	if s.isEnding() {
 		return startResult{}, nil, errorf(codeStartFailed, "the agent is ending: its owner is gone")
 	}
+	s.startMu.Lock()
 	child, err := owner.Start(context.Background(), cmd, custody.StartOptions{Purpose: purpose, Keep: r.Keep,
 		GrantEnv: r.GrantEnv})
+	s.startMu.Unlock()
 	if err != nil {
 		return startResult{}, nil, startError(err)
 	}
@@ -281,7 +283,7 @@ func (s *server) watch(h *held) {
 			code, sig := exitOf(h.child.Wait())
 			s.event("exit", exitEvent{PID: h.child.ID.PID, Code: code, Signal: sig})
 		}
-		released := h.child.Release(context.Background()) == nil
+		released := h.release() == nil
 		s.mu.Lock()
 		h.exited = true
 		if released && s.children[h.child.ID.PID] == h {

@@ -1,0 +1,421 @@
+package agent_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody/internal/testproc"
+)
+
+// TestStdioDescriptors: the client's own descriptors become the child's stdin, stdout and stderr.
+func TestStdioDescriptors(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	req := helperStart(t, "upper", mark)
+	req["stdio"] = []string{"fd", "fd", "fd"}
+	r := c.do(req, inR, outW, errW)
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if !r.ok() {
+		t.Fatalf("start: %s", r.raw)
+	}
+	inW.WriteString("hello\n")
+	inW.Close()
+	if out, _ := io.ReadAll(outR); string(out) != "HELLO\n" {
+		t.Errorf("stdout %q, want HELLO", out)
+	}
+	if e, _ := io.ReadAll(errR); string(e) != "err\n" {
+		t.Errorf("stderr %q, want err", e)
+	}
+	ev := c.event("exit")
+	if ev.num("pid") != r.num("pid") || ev.fields["code"] != 0.0 || ev.fields["signal"] != nil {
+		t.Errorf("exit event %s, want pid %d code 0 signal null", ev.raw, r.num("pid"))
+	}
+}
+
+// TestStdioPipes: pipes the agent makes come back as descriptors, in the order the reply names;
+// stderr can be stdout.
+func TestStdioPipes(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	req := helperStart(t, "upper", mark)
+	req["stdio"] = []string{"pipe", "pipe", "stdout"}
+	r := c.do(req)
+	if !r.ok() || len(r.fds) != 2 || fmt.Sprint(r.fields["fds"]) != "[stdin stdout]" {
+		t.Fatalf("start: %s with %d descriptors", r.raw, len(r.fds))
+	}
+	r.fds[0].WriteString("abc")
+	r.fds[0].Close()
+	if out, _ := io.ReadAll(r.fds[1]); string(out) != "err\nABC" {
+		t.Errorf("stdout %q, want err and ABC", out)
+	}
+	r.fds[1].Close()
+	c.event("exit")
+}
+
+// TestFifos: a client that cannot pass descriptors opens named pipes the agent made.
+func TestFifos(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	f := c.do(map[string]any{"op": "fifos", "streams": []string{"stdin", "stdout", "stderr"}})
+	if !f.ok() {
+		t.Fatalf("fifos: %s", f.raw)
+	}
+	paths := f.fields["paths"].(map[string]any)
+	in, err := os.OpenFile(paths["stdin"].(string), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Open(paths["stdout"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errf, err := os.Open(paths["stderr"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := helperStart(t, "upper", mark)
+	req["stdio"] = []string{"fifo", "fifo", "fifo"}
+	req["fifos"] = f.str("token")
+	if r := c.do(req); !r.ok() {
+		t.Fatalf("start: %s", r.raw)
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p.(string)); err == nil {
+			t.Errorf("%s: still there after the start", p)
+		}
+	}
+	in.WriteString("fifo")
+	in.Close()
+	if b, _ := io.ReadAll(out); string(b) != "FIFO" {
+		t.Errorf("stdout %q, want FIFO", b)
+	}
+	if b, _ := io.ReadAll(errf); string(b) != "err\n" {
+		t.Errorf("stderr %q, want err", b)
+	}
+	c.event("exit")
+	req["fifos"] = f.str("token") // used once
+	if r := c.do(req); r.code() != "no-such-fifo" {
+		t.Errorf("a used token: %s, want no-such-fifo", r.raw)
+	}
+}
+
+// TestExitSignal: a child killed by a signal is reported so, after the signal's reply; stop and
+// signal of an exited child say so without an error.
+func TestExitSignal(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	r := c.do(helperStart(t, "hold", mark))
+	if !r.ok() {
+		t.Fatalf("start: %s", r.raw)
+	}
+	pid := r.num("pid")
+	if s := c.do(map[string]any{"op": "signal", "pid": pid, "signal": "KILL", "target": "leader"}); !s.ok() ||
+		s.fields["delivered"] != true {
+		t.Fatalf("signal: %s", s.raw)
+	}
+	ev := c.event("exit")
+	if ev.num("pid") != pid || ev.fields["code"] != nil || ev.fields["signal"] != float64(syscall.SIGKILL) {
+		t.Errorf("exit event %s, want signal %d", ev.raw, syscall.SIGKILL)
+	}
+	// A second child, stopped: its exit event comes too, with SIGTERM's number.
+	r = c.do(helperStart(t, "hold", mark))
+	s := c.do(map[string]any{"op": "stop", "pid": r.num("pid"), "grace": 5})
+	if !s.ok() || s.str("outcome") != "exited" || s.fields["requested"] != true || s.fields["forced"] != false {
+		t.Errorf("stop: %s", s.raw)
+	}
+	if ev := c.event("exit"); ev.num("pid") != r.num("pid") || ev.fields["signal"] != float64(syscall.SIGTERM) {
+		t.Errorf("exit event %s, want signal %d", ev.raw, syscall.SIGTERM)
+	}
+	if s := c.do(map[string]any{"op": "stop", "pid": r.num("pid")}); s.code() != "no-such-child" {
+		t.Errorf("a stopped child's second stop: %s, want no-such-child", s.raw)
+	}
+}
+
+// TestMalformedInput: every kind of bad input gets an error reply naming it, and neither the agent
+// nor its child notices.
+func TestMalformedInput(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	r := c.do(helperStart(t, "hold", mark))
+	if !r.ok() {
+		t.Fatalf("start: %s", r.raw)
+	}
+	pid := r.num("pid")
+	t.Logf("child %d", pid)
+	notExecutable := filepath.Join(testproc.TempDir(t), "data")
+	os.WriteFile(notExecutable, []byte("data"), 0o600)
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	defer pw.Close()
+	lineReply := func(line []byte, fds ...*os.File) msg {
+		t.Helper()
+		ch := make(chan msg, 1)
+		c.mu.Lock()
+		c.waiting["null"] = ch
+		c.mu.Unlock()
+		c.raw(line, fds...)
+		return c.await(ch)
+	}
+	long := append([]byte(`{"id":"long","op":"ping","pad":"`), bytes.Repeat([]byte("x"), 1<<20)...)
+	long = append(long, "\"}\n"...)
+	for _, tc := range []struct {
+		desc string
+		got  func() msg
+		code string
+	}{
+		{"not JSON", func() msg { return lineReply([]byte("{not json\n")) }, "bad-json"},
+		{"not an object", func() msg { return lineReply([]byte("[1,2]\n")) }, "bad-json"},
+		{"over 1 MiB", func() msg { return lineReply(long) }, "line-too-long"},
+		{"over 1 MiB with descriptors", func() msg { return lineReply(long, pr) }, "line-too-long"},
+		{"unknown op", func() msg { return c.do(map[string]any{"op": "frobnicate"}) }, "unknown-op"},
+		{"no op", func() msg { return c.do(map[string]any{}) }, "unknown-op"},
+		{"descriptors with a ping", func() msg { return c.do(map[string]any{"op": "ping"}, pr) }, "fd-mismatch"},
+		{"fewer descriptors than fd entries", func() msg {
+			req := helperStart(t, "hold", mark)
+			req["stdio"] = []string{"fd", "fd", "null"}
+			return c.do(req, pr)
+		}, "fd-mismatch"},
+		{"more descriptors than fd entries", func() msg {
+			req := helperStart(t, "hold", mark)
+			req["stdio"] = []string{"fd", "null", "null"}
+			return c.do(req, pr, pw)
+		}, "fd-mismatch"},
+		{"unknown pid", func() msg { return c.do(map[string]any{"op": "stop", "pid": 1}) }, "no-such-child"},
+		{"pid of the wrong type", func() msg { return c.do(map[string]any{"op": "signal", "pid": "x", "signal": 15}) },
+			"bad-request"},
+		{"no argv", func() msg { return c.do(map[string]any{"op": "start"}) }, "bad-request"},
+		{"a bad stdio entry", func() msg {
+			return c.do(map[string]any{"op": "start", "argv": []string{"true"}, "stdio": []string{"tty", "null", "null"}})
+		}, "bad-request"},
+		{"a bad grace", func() msg {
+			return c.do(map[string]any{"op": "start", "argv": []string{"true"}, "grace": -1})
+		}, "bad-request"},
+		{"a bad signal", func() msg { return c.do(map[string]any{"op": "signal", "pid": pid, "signal": "SIGNOPE"}) },
+			"bad-request"},
+		{"a program that is not there", func() msg {
+			return c.do(map[string]any{"op": "start", "argv": []string{"/nonexistent/program"}})
+		}, "not-found"},
+		{"a program not in PATH", func() msg {
+			return c.do(map[string]any{"op": "start", "argv": []string{"no-such-program-x"}, "env": map[string]string{"PATH": "/nonexistent"}})
+		}, "not-found"},
+		{"a program that cannot be executed", func() msg {
+			return c.do(map[string]any{"op": "start", "argv": []string{notExecutable}})
+		}, "permission-denied"},
+		{"an unknown fifos token", func() msg {
+			return c.do(map[string]any{"op": "start", "argv": []string{"true"}, "stdio": []string{"fifo", "null", "null"},
+				"fifos": "f99"})
+		}, "no-such-fifo"},
+	} {
+		got := tc.got()
+		if got.ok() || got.code() != tc.code {
+			t.Errorf("%s: %s, want error %s", tc.desc, got.raw, tc.code)
+		}
+		if p := c.do(map[string]any{"op": "ping"}); !p.ok() {
+			t.Fatalf("%s: the agent no longer answers a ping: %s", tc.desc, p.raw)
+		}
+	}
+	l := c.do(map[string]any{"op": "list"})
+	children, _ := l.fields["children"].([]any)
+	if len(children) != 1 || children[0].(map[string]any)["state"] != "running" {
+		t.Errorf("list after the bad input: %s, want the one child running", l.raw)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("the child: %v after the bad input", err)
+	}
+}
+
+// TestManyChildren: 200 children at once, all stopped at the client's hang-up.
+func TestManyChildren(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t, "--grace", "10s")
+	const n = 200
+	chans := make([]chan msg, n)
+	for i := range chans {
+		chans[i] = c.send(helperStart(t, "hold", mark))
+	}
+	pids := map[int]bool{}
+	for _, ch := range chans {
+		r := c.await(ch)
+		if !r.ok() {
+			t.Fatalf("start: %s", r.raw)
+		}
+		pids[r.num("pid")] = true
+	}
+	if len(pids) != n {
+		t.Fatalf("%d distinct pids, want %d", len(pids), n)
+	}
+	l := c.do(map[string]any{"op": "list"})
+	if children, _ := l.fields["children"].([]any); len(children) != n {
+		t.Errorf("list: %d children, want %d", len(children), n)
+	}
+	if err := c.hangup(); err != nil {
+		t.Errorf("the agent after the hang-up: %v, want exit 0", err)
+	}
+	testproc.NoSurvivors(t, mark, time.Minute)
+}
+
+// TestClientKilled: a client SIGKILLed in the middle of a request takes the agent and every
+// child's whole tree (a descendant in a session of its own included) with it.
+func TestClientKilled(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { testClientKilled(t, "alone") })
+	// A copy of the client's end, inherited by another process, keeps the connection open: the
+	// agent sees its client's end through the handle on its parent.
+	t.Run("connection-inherited", func(t *testing.T) { testClientKilled(t, "leak") })
+}
+
+func testClientKilled(t *testing.T, how string) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	cmd := testproc.Helper(t, "client", "5", ledgerPath(t), how)
+	cmd.Env = append(cmd.Env, mark)
+	p := testproc.Start(t, cmd)
+	agentPID, _ := strconv.Atoi(p.Expect("agent ", time.Minute)[0])
+	var pids []int
+	for range 5 {
+		f := p.Expect("child ", time.Minute)
+		for _, s := range f {
+			pid, _ := strconv.Atoi(s)
+			pids = append(pids, pid)
+		}
+	}
+	p.Expect("mid-request", time.Minute)
+	if live, _ := testproc.Marked(mark); len(live) < 1+1+2*5 {
+		t.Fatalf("%d marked processes before the kill, want the client, the agent and 10 more", len(live))
+	}
+	p.Process.Kill()
+	p.Wait()
+	testproc.NoSurvivors(t, mark, time.Minute)
+	for _, pid := range append(pids, agentPID) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d/environ", pid)); err == nil {
+			if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); bytes.Contains(env, []byte(mark)) {
+				t.Errorf("pid %d survived its client", pid)
+			}
+		}
+	}
+}
+
+// TestSocket: --socket serves the first client of the user and refuses a second.
+func TestSocket(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	dir := testproc.TempDir(t)
+	os.Chmod(dir, 0o700)
+	path := filepath.Join(dir, "agent.sock")
+	cmd := testproc.Helper(t, "custody", "--ledger", ledgerPath(t), "agent", "--socket", path)
+	cmd.Env = append(cmd.Env, mark)
+	p := testproc.Start(t, cmd)
+	if got := p.Expect("ready ", time.Minute); len(got) != 1 || got[0] != path {
+		t.Fatalf("ready line %q, want the path", got)
+	}
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dec := json.NewDecoder(conn)
+	var hello map[string]any
+	if err := dec.Decode(&hello); err != nil || hello["event"] != "hello" {
+		t.Fatalf("hello: %v %v", hello, err)
+	}
+	second, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(second)
+	second.Close()
+	if !strings.Contains(string(b), `"ok":false`) || !strings.Contains(string(b), `"busy"`) {
+		t.Errorf("second connection got %q, want a busy error line", b)
+	}
+	conn.Write([]byte(`{"id":1,"op":"ping"}` + "\n"))
+	var pong map[string]any
+	if err := dec.Decode(&pong); err != nil || pong["ok"] != true {
+		t.Errorf("ping: %v %v", pong, err)
+	}
+	conn.Close()
+	if err := p.Wait(); err != nil {
+		t.Errorf("agent after the hang-up: %v", err)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		t.Errorf("the socket's node outlived the agent")
+	}
+}
+
+// TestPythonClient: the transcript's client, in Python with the standard library alone.
+func TestPythonClient(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		testproc.Skip(t, "no %s: %v", python, err)
+	}
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	exe, _ := os.Executable()
+	script := filepath.Join(testproc.TempDir(t), "client.py")
+	os.WriteFile(script, []byte(pythonClient), 0o600)
+	cmd := testproc.Command(t, python, script, exe, ledgerPath(t))
+	cmd.Env = append(os.Environ(), mark, testproc.Env("custody"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("python client: %v\n%s", err, out)
+	}
+	testproc.NoSurvivors(t, mark, time.Minute)
+}
+
+// pythonClient starts an agent, runs `echo` with its stdout a passed-back pipe, then starts a
+// child with its stdin and stdout the script's own pipes, and hangs up with that child running.
+const pythonClient = `
+import json, os, socket, subprocess, sys
+exe, ledger = sys.argv[1], sys.argv[2]
+a, b = socket.socketpair()
+agent = subprocess.Popen([exe, "--ledger", ledger, "agent", "--fd", str(b.fileno())], pass_fds=[b.fileno()])
+b.close()
+buf, fds = b"", []
+def message():
+    global buf
+    while b"\n" not in buf:
+        data, got, _, _ = socket.recv_fds(a, 1 << 16, 8)
+        if not data:
+            raise SystemExit("agent hung up")
+        buf += data; fds.extend(got)
+    line, buf = buf.split(b"\n", 1)
+    return json.loads(line)
+hello = message()
+assert hello["event"] == "hello" and hello["protocol"] == 1, hello
+a.sendall(json.dumps({"id": 1, "op": "start", "argv": ["sh", "-c", "echo hi"], "stdio": ["null", "pipe", "inherit"]}).encode() + b"\n")
+r = message()
+assert r["ok"] and r["fds"] == ["stdout"] and len(fds) == 1, (r, fds)
+assert os.read(fds.pop(), 100) == b"hi\n"
+e = message()
+assert e["event"] == "exit" and e["code"] == 0 and e["signal"] is None, e
+ir, iw = os.pipe()
+or_, ow = os.pipe()
+socket.send_fds(a, [json.dumps({"id": "cat", "op": "start", "argv": ["cat"], "stdio": ["fd", "fd", "inherit"]}).encode() + b"\n"], [ir, ow])
+os.close(ir); os.close(ow)
+r = message()
+assert r["ok"] and r["id"] == "cat", r
+os.write(iw, b"through\n")
+assert os.read(or_, 100) == b"through\n"
+a.close()
+assert agent.wait() == 0
+print("ok")
+`

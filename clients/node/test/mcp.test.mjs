@@ -47,3 +47,19 @@ test('the host SIGKILLed: the server, its detached grandchild and the agent are 
   assert.deepEqual(await h.exited, [null, 'SIGKILL']);
   await waitGone(ids);
 });
+
+test('close(): stdin closed, the wait, then the request to exit, then the kill after the grace', async (t) => {
+  // A server deaf to both its stdin's end and SIGTERM: only the kill ends it.
+  const stubborn = `process.on('SIGTERM', () => console.error('term')); process.stdin.on('end', () => console.error('eof')); process.stdin.resume(); setInterval(() => {}, 1000);`;
+  const transport = new CustodyStdioClientTransport({ command: process.execPath, args: ['-e', stubborn], stderr: 'pipe', closeTimeout: 300, grace: 300 });
+  let said = '';
+  transport.stderr.on('data', (d) => (said += d));
+  await transport.start();
+  const server = identify(transport.pid);
+  t.after(() => transport.close());
+  await transport.close();
+  assert.deepEqual(transport.lastStop, { outcome: 'exited', requested: true, forced: true, reason: transport.lastStop.reason });
+  await waitGone([server]);
+  await waitFor('its stderr', () => said.includes('term'));
+  assert.deepEqual(said.trim().split('\n'), ['eof', 'term']);
+});

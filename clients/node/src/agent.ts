@@ -51,9 +51,12 @@ interface Held {
   ref: boolean;
 }
 
-const signalNames = new Map<number, NodeJS.Signals>(
-  Object.entries(os.constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
-);
+// Number to name, the first name winning, as child_process reports them: 6 is SIGABRT, not its
+// alias SIGIOT listed after it (a Map built in order would keep the last).
+const signalNames = new Map<number, NodeJS.Signals>();
+for (const [name, n] of Object.entries(os.constants.signals)) {
+  if (!signalNames.has(n)) signalNames.set(n, name as NodeJS.Signals);
+}
 
 /**
  * One running agent. Its children die with this Node process however it ends: the agent's owner

@@ -27,7 +27,8 @@ export function findBinary(env: NodeJS.ProcessEnv = process.env): string {
   const tried: string[] = [];
   const fromEnv = env.CUSTODY_BIN;
   if (fromEnv) {
-    if (executable(fromEnv)) return fromEnv;
+    // Resolved: a bare name would otherwise be looked up in PATH by the spawn, not taken as given.
+    if (executable(fromEnv)) return path.resolve(fromEnv);
     throw notFound(`CUSTODY_BIN=${fromEnv} is not an executable file`);
   }
   tried.push('CUSTODY_BIN (unset)');

@@ -138,6 +138,11 @@ test('kill() signals the scope; exit reports the signal', async (t) => {
   assert.throws(() => child.kill('SIGNOPE'), { code: 'ERR_UNKNOWN_SIGNAL' });
 });
 
+test('a child killed by a signal it sent itself: signalCode names it as child_process does', async (t) => {
+  const child = cleanup(t, spawn('sh', ['-c', 'kill -ABRT $$'], { stdio: 'ignore' }));
+  assert.deepEqual(await closed(child), [null, 'SIGABRT']);
+});
+
 test('kill() before spawn is sent once the child runs', async (t) => {
   const child = cleanup(t, spawn('sleep', ['60'], { stdio: 'ignore' }));
   assert.equal(child.kill('SIGKILL'), true);

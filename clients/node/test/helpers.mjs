@@ -2,6 +2,7 @@
 // for the process the test started), polls with deadlines, and the privileged-skip rule.
 
 import fs from 'node:fs';
+import os from 'node:os';
 import { spawn as nodeSpawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +12,14 @@ export const fixture = (name) => path.join(here, 'fixtures', name);
 
 if (!process.env.CUSTODY_BIN) {
   throw new Error('CUSTODY_BIN must name the built custody binary (go build -o DIR/custody ./cmd/custody)');
+}
+
+// A ledger of the tests' own, so that their rows never mix with the user's: set before the first
+// spawn starts the agent (which, like every fixture, inherits it), removed when this file ends.
+if (!process.env.CUSTODY_LEDGER) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custody-node-ledger-'));
+  process.env.CUSTODY_LEDGER = path.join(dir, 'spawn-ledger.json');
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 }
 
 /** The start ticks of `pid` (field 22 of /proc/PID/stat, parsed after the last ')'), or null. */

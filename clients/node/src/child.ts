@@ -231,13 +231,17 @@ export class CustodyChildProcess extends EventEmitter {
         break;
       }
     } catch (err) {
-      this.failStart(err as Error, file, args, ends);
+      process.nextTick(() => this.failStart(err as Error, file, args, ends));
       return false;
     }
     this.connect(socks, copy, ends);
-    this.spawned = true;
-    this.emit('spawn');
-    if (this.early) this.early();
+    // Emitted outside this async function, as child_process emits from the event loop: a
+    // listener's throw is then an uncaught exception, not a rejection of `started`.
+    process.nextTick(() => {
+      this.spawned = true;
+      this.emit('spawn');
+      if (this.early) this.early();
+    });
     return true;
   }
 
@@ -291,9 +295,13 @@ export class CustodyChildProcess extends EventEmitter {
     // and 'close' (never 'exit').
     this.exitCode = typeof (e as NodeJS.ErrnoException).errno === 'number' ? ((e as NodeJS.ErrnoException).errno as number) : null;
     this.exited = true;
-    for (const s of ends) s?.destroy();
     this.emit('error', e);
-    this.maybeClose();
+    // 'close' a turn of the event loop later, as child_process's closes of the stdio handles
+    // come: a caller that awaits 'error' and then listens for 'close' still sees it.
+    setImmediate(() => {
+      for (const s of ends) s?.destroy();
+      this.maybeClose();
+    });
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {

@@ -3,16 +3,21 @@ package agent_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/internal/testproc"
 )
@@ -419,3 +424,210 @@ a.close()
 assert agent.wait() == 0
 print("ok")
 `
+
+// TestRelease: a running child is not released (it would outlive its owner uncovered); one whose
+// scope is empty is, and the agent forgets it.
+func TestRelease(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	r := c.do(helperStart(t, "hold", mark))
+	pid := r.num("pid")
+	if rel := c.do(map[string]any{"op": "release", "pid": pid}); rel.code() != "running" {
+		t.Errorf("release of a running child: %s, want running", rel.raw)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("the child after a refused release: %v", err)
+	}
+	c.do(map[string]any{"op": "signal", "pid": pid, "signal": 9})
+	c.event("exit")
+	testproc.WaitFor(t, time.Minute, func() error {
+		rel := c.do(map[string]any{"op": "release", "pid": pid})
+		if rel.ok() || rel.code() == "no-such-child" { // released by itself once its scope was seen empty
+			return nil
+		}
+		return fmt.Errorf("release after the exit: %s", rel.raw)
+	})
+	if l := c.do(map[string]any{"op": "list"}); len(l.fields["children"].([]any)) != 0 {
+		t.Errorf("list after the release: %s", l.raw)
+	}
+}
+
+// TestGrantAdopt: one agent grants its child, another adopts it; the giver says handed and
+// forgets it, and the child dies with the new owner's client.
+func TestGrantAdopt(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	led := ledgerPath(t)
+	giver := startAgent(t, "--ledger", led)
+	receiver := startAgent(t, "--ledger", led)
+	req := helperStart(t, "hold", mark)
+	req["stdio"] = []string{"null", "null", "null"} // it outlives the giver, whose stderr the test reads
+	r := giver.do(req)
+	pid := r.num("pid")
+	g := giver.do(map[string]any{"op": "grant", "pid": pid, "ttl": 60})
+	if !g.ok() || g.str("grant") == "" {
+		t.Fatalf("grant: %s", g.raw)
+	}
+	a := receiver.do(map[string]any{"op": "adopt", "grant": g.str("grant"), "grace": 2})
+	if !a.ok() || a.num("pid") != pid {
+		t.Fatalf("adopt: %s", a.raw)
+	}
+	if h := giver.event("handed"); h.num("pid") != pid || h.num("receiver") != receiver.hello.num("pid") {
+		t.Errorf("handed event %s, want pid %d and the receiver %d", h.raw, pid, receiver.hello.num("pid"))
+	}
+	if s := giver.do(map[string]any{"op": "stop", "pid": pid}); s.code() != "no-such-child" {
+		t.Errorf("the giver's stop after the hand-over: %s, want no-such-child", s.raw)
+	}
+	if again := receiver.do(map[string]any{"op": "adopt", "grant": g.str("grant")}); again.code() != "grant-refused" {
+		t.Errorf("a used grant: %s, want grant-refused", again.raw)
+	}
+	if err := giver.hangup(); err != nil {
+		t.Errorf("giver: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the adopted child died with its giver: %v", err)
+	}
+	if err := receiver.hangup(); err != nil {
+		t.Errorf("receiver: %v", err)
+	}
+	testproc.NoSurvivors(t, mark, time.Minute)
+}
+
+// TestOrphansReaped: a descendant whose parent exits is re-parented to the agent, its
+// subreaper, and reaped by it when it exits: no zombie stays behind.
+func TestOrphansReaped(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	req := helperStart(t, "orphan", mark)
+	out, w, _ := os.Pipe()
+	req["stdio"] = []string{"null", "fd", "inherit"}
+	if r := c.do(req, w); !r.ok() {
+		t.Fatalf("start: %s", r.raw)
+	}
+	w.Close()
+	b, _ := io.ReadAll(out) // the orphan's PID; EOF once it and its parent have exited
+	orphan, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("orphan helper said %q", b)
+	}
+	c.event("exit")
+	agent := strconv.Itoa(c.hello.num("pid"))
+	testproc.WaitFor(t, time.Minute, func() error {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", orphan))
+		if err != nil {
+			return fmt.Errorf("the orphan %d exited before it was seen re-parented: %v", orphan, err)
+		}
+		if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); f[1] != agent {
+			return fmt.Errorf("the orphan's parent is %s, not the agent %s", f[1], agent)
+		}
+		return nil
+	})
+	testproc.WaitFor(t, time.Minute, func() error {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", orphan))
+		if err != nil {
+			return nil // reaped
+		}
+		return fmt.Errorf("the orphan %d is not reaped: %s", orphan, st)
+	})
+}
+
+// TestUsage: bad flags and a transport that cannot be set up get one error line and their exit
+// status, and start nothing.
+func TestUsage(t *testing.T) {
+	led := ledgerPath(t)
+	open := filepath.Join(testproc.TempDir(t), "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	notSocket, _ := os.Open(os.DevNull)
+	defer notSocket.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"agent"}, 2},
+		{[]string{"agent", "--fd", "3", "--socket", "x"}, 2},
+		{[]string{"agent", "--fd", "1"}, 2},
+		{[]string{"agent", "--fd", "3", "--grace", "0s"}, 2},
+		{[]string{"agent", "--fd", "3", "extra"}, 2},
+		{[]string{"agent", "--fd", "3"}, 1},                          // descriptor 3 is not a socket
+		{[]string{"agent", "--fd", "9"}, 1},                          // nor open
+		{[]string{"agent", "--socket", filepath.Join(open, "s")}, 1}, // a directory others can write
+	} {
+		cmd := testproc.Helper(t, "custody", append([]string{"--ledger", led}, tc.args...)...)
+		cmd.ExtraFiles = []*os.File{notSocket}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], "custody: error: ") || len(out) != 0 {
+			t.Errorf("custody %q: exit %d, stderr %q, stdout %q; want exit %d and one error line", tc.args, code,
+				stderr.String(), out, tc.code)
+		}
+	}
+	if _, err := os.Stat(led); err == nil {
+		t.Errorf("the ledger was written by a refused agent")
+	}
+	if entries, _ := os.ReadDir(open); len(entries) != 0 {
+		t.Errorf("a refused --socket left %v", entries)
+	}
+}
+
+// TestLostCover: the supervisor's death is told as lost-cover, its replacement as covered, and
+// the child is covered again: the agent's own SIGKILL then takes it with it.
+func TestLostCover(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	r := c.do(helperStart(t, "hold", mark))
+	child := r.num("pid")
+	sup := 0
+	testproc.WaitFor(t, time.Minute, func() error {
+		for _, pid := range childrenOf(c.agent.Process.Pid) {
+			if pid != child {
+				sup = pid
+				return nil
+			}
+		}
+		return errors.New("no supervisor among the agent's children")
+	})
+	// The supervisor is the agent's child, a process of this test's tree: signalled through a
+	// pidfd, proven by its parent read after the pidfd was opened.
+	pidfd, err := unix.PidfdOpen(sup, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	if !slices.Contains(childrenOf(c.agent.Process.Pid), sup) {
+		t.Fatalf("pid %d is no longer the agent's child", sup)
+	}
+	if err := unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.event("lost-cover"); m.str("message") == "" {
+		t.Errorf("lost-cover without a message: %s", m.raw)
+	}
+	c.event("covered")
+	c.agent.Process.Kill()
+	testproc.NoSurvivors(t, mark, time.Minute)
+}
+
+// childrenOf lists pid's children.
+func childrenOf(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var pids []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(s); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}

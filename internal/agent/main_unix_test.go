@@ -76,6 +76,17 @@ func TestMain(m *testing.M) {
 		})
 		return 0
 	})
+	// orphan starts a descendant that outlives it by two seconds, prints the descendant's PID
+	// and exits.
+	testproc.Register("orphan", func([]string) int {
+		c := exec.Command("/bin/sleep", "2")
+		if err := c.Start(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println(c.Process.Pid)
+		return 0
+	})
 	testproc.Register("client", func(args []string) int {
 		return runClient(args)
 	})

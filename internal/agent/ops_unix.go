@@ -84,6 +84,8 @@ func (s *server) signal(req request, f *frame) {
 		s.ok(req.id, struct {
 			Delivered bool `json:"delivered"`
 		}{false})
+	case errors.Is(err, errAdoptedLeader):
+		s.fail(req.id, errorf(codeUnsupported, "signal pid %d: %v", h.child.ID.PID, err))
 	case errors.Is(err, syscall.EPERM):
 		s.fail(req.id, errorf(codePermissionDenied, "%v", err))
 	default:
@@ -101,10 +103,14 @@ func (s *server) signalLeader(h *held, sig syscall.Signal) error {
 	default:
 	}
 	if h.cmd == nil {
-		return errors.New("an adopted child is signalled as a scope only")
+		return errAdoptedLeader
 	}
 	return h.cmd.Process.Signal(sig)
 }
+
+// errAdoptedLeader refuses a signal to an adopted child's leader alone: the agent holds no
+// handle of its own on the process, only on its scope.
+var errAdoptedLeader = errors.New("an adopted child is signalled as a scope only")
 
 // parseSignal reads a signal name ("SIGTERM", "TERM") or number.
 func parseSignal(v any) (syscall.Signal, *replyError) {
@@ -219,7 +225,16 @@ func (s *server) grant(req request, f *frame) {
 		Grant string `json:"grant"`
 	}{g.String()})
 	s.watches.Go(func() {
-		res, _ := g.Wait(context.Background())
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		res, _ := g.Wait(ctx)
 		if res.Outcome != custody.Transferred {
 			return
 		}

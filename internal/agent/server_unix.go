@@ -41,7 +41,11 @@ type server struct {
 	ending   bool
 
 	requests sync.WaitGroup // requests being served
-	watches  sync.WaitGroup // children whose exit is awaited
+	watches  sync.WaitGroup // children whose exit is awaited, grants whose end is
+
+	// closing is closed once the final stops are done: a watch still waiting then (a child handed
+	// over, one whose stop could not be proven, a grant still served) ends without its event.
+	closing chan struct{}
 }
 
 // held is one child the agent holds.
@@ -72,7 +76,7 @@ func Serve(uc *net.UnixConn, cfg Config) error {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
-	s := &server{cfg: cfg, c: newConn(uc), children: map[int]*held{}}
+	s := &server{cfg: cfg, c: newConn(uc), children: map[int]*held{}, closing: make(chan struct{})}
 	kind, _, _ := scope.Containment()
 	s.containment = kind.Containment()
 	s.sup = &supervise.Client{Grace: cfg.Grace, Notify: s.coverage}
@@ -234,6 +238,7 @@ func (s *server) end() error {
 	// A client that hung up reads no more: a reply still being written must not hold the end.
 	s.c.uc.SetWriteDeadline(time.Now().Add(time.Second))
 	s.requests.Wait()
+	close(s.closing)
 	s.fifos.close()
 	for _, o := range s.owners {
 		errs = append(errs, o.Close())

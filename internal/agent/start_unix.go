@@ -275,7 +275,11 @@ func startError(err error) *replyError {
 // forgets it once its scope is empty.
 func (s *server) watch(h *held) {
 	s.watches.Go(func() {
-		<-h.child.Done()
+		select {
+		case <-h.child.Done():
+		case <-s.closing:
+			return
+		}
 		s.mu.Lock()
 		forgotten := h.forgotten
 		s.mu.Unlock()

@@ -250,6 +250,12 @@ export class CustodyChildProcess extends EventEmitter {
       if (!sock) return;
       const end = ends[i];
       const other = copy[i];
+      // The caller destroying a stream closes the pipe, as destroying child_process's socket
+      // does: a child still writing gets EPIPE (SIGPIPE) rather than blocking on a full pipe.
+      // Only a destroy: after a stream's normal end the socket flushes and ends by itself.
+      end?.once('close', () => {
+        if (!end.readableEnded) sock.destroy();
+      });
       if (i === 0) {
         // The caller's writes go to the child; the child closing its stdin is EPIPE here, as
         // child_process reports it: an 'error' on stdin.

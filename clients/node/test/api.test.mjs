@@ -98,6 +98,13 @@ test('writing to a child that closed its stdin is an error on stdin, not a crash
   assert.deepEqual(await closed(child), [null, 'SIGKILL']);
 });
 
+test('destroying stdout closes the pipe: a child still writing gets SIGPIPE', async (t) => {
+  const child = cleanup(t, spawn('yes', [], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  assert.equal(await firstLine(child.stdout), 'y\n');
+  child.stdout.destroy();
+  assert.deepEqual(await closed(child), [null, 'SIGPIPE']);
+});
+
 test("stdio 'ignore', a descriptor and a Stream", async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custody-node-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -36,3 +36,13 @@ test('the owner SIGKILLed: every child, its setsid descendant and the agent are 
   assert.deepEqual(await h.exited, [null, 'SIGKILL']);
   await waitGone(ids);
 });
+
+test('the owner dies of an uncaught exception: every child and its descendant are gone', async (t) => {
+  const h = helper(t, fixture('owner.mjs'), ['2', 'throw']);
+  const [containment, agentPid, ...pids] = (await h.line('ready ')).split(' ');
+  if (containment !== 'cgroup') return skipUnprivileged(t, `no cgroup containment here (${containment})`);
+  const ids = [identify(Number(agentPid)), ...pids.map((p) => identify(Number(p)))];
+  h.child.stdin.write('die\n');
+  assert.deepEqual(await h.exited, [1, null]);
+  await waitGone(ids);
+});

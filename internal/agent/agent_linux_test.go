@@ -631,3 +631,56 @@ func childrenOf(pid int) []int {
 	}
 	return pids
 }
+
+// TestStartFields: argv[0] is looked up in the PATH of env, the child gets env (and the spawn tag,
+// in tag_env's variable, naming purpose) and cwd; late requests about an exited child are answered
+// as for an exited child.
+func TestStartFields(t *testing.T) {
+	c := startAgent(t)
+	dir := testproc.TempDir(t)
+	for _, tc := range []struct {
+		tagEnv, want string
+	}{{"", "CUSTODY_SPAWN=v1:"}, {"HERMES_SPAWN", "HERMES_SPAWN=v1:"}} {
+		req := map[string]any{"op": "start", "argv": []string{"sh", "-c", "pwd; env"}, "cwd": dir, "purpose": "mcp-helper",
+			"env": map[string]string{"PATH": "/usr/bin:/bin", "FOO": "bar"}, "stdio": []string{"null", "pipe", "inherit"}}
+		if tc.tagEnv != "" {
+			req["tag_env"] = tc.tagEnv
+		}
+		r := c.do(req)
+		if !r.ok() || len(r.fds) != 1 {
+			t.Fatalf("start: %s", r.raw)
+		}
+		out, _ := io.ReadAll(r.fds[0])
+		r.fds[0].Close()
+		got := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if got[0] != dir || !slices.Contains(got, "FOO=bar") || slices.Contains(got, "HOME="+os.Getenv("HOME")) {
+			t.Errorf("child's cwd and env %q, want %s, FOO=bar and nothing of the agent's", got, dir)
+		}
+		tagged := false
+		for _, kv := range got {
+			if strings.HasPrefix(kv, tc.want) && strings.Contains(kv, ":mcp-helper:") {
+				tagged = true
+			}
+		}
+		if !tagged {
+			t.Errorf("tag_env %q: no %s…:mcp-helper: tag in %q", tc.tagEnv, tc.want, got)
+		}
+		c.event("exit")
+		pid := r.num("pid")
+		testproc.WaitFor(t, time.Minute, func() error {
+			if l := c.do(map[string]any{"op": "list"}); len(l.fields["children"].([]any)) != 0 {
+				return fmt.Errorf("list still has the exited child: %s", l.raw)
+			}
+			return nil
+		})
+		if s := c.do(map[string]any{"op": "signal", "pid": pid, "signal": "TERM"}); !s.ok() || s.fields["delivered"] != false {
+			t.Errorf("signal after the exit: %s, want delivered false", s.raw)
+		}
+		if s := c.do(map[string]any{"op": "stop", "pid": pid}); !s.ok() || s.str("outcome") != "already-exited" {
+			t.Errorf("stop after the exit: %s, want already-exited", s.raw)
+		}
+	}
+	if r := c.do(map[string]any{"op": "start", "argv": []string{"true"}, "cwd": "/nonexistent"}); r.code() != "bad-request" {
+		t.Errorf("a cwd that is not there: %s, want bad-request", r.raw)
+	}
+}

@@ -79,7 +79,8 @@ func (s *server) signal(req request, f *frame) {
 		s.ok(req.id, struct {
 			Delivered bool `json:"delivered"`
 		}{true})
-	case errors.Is(err, os.ErrProcessDone), errors.Is(err, syscall.ESRCH), errors.Is(err, os.ErrClosed):
+	case errors.Is(err, os.ErrProcessDone), errors.Is(err, syscall.ESRCH), errors.Is(err, procid.ErrGone),
+		errors.Is(err, os.ErrClosed):
 		// ErrClosed: the child exited and was released meanwhile, its handles closed.
 		s.ok(req.id, struct {
 			Delivered bool `json:"delivered"`
@@ -224,6 +225,11 @@ func (s *server) grant(req request, f *frame) {
 	s.ok(req.id, struct {
 		Grant string `json:"grant"`
 	}{g.String()})
+	s.watchGrant(h, g)
+}
+
+// watchGrant sends the handed event and forgets the child once a receiver has redeemed g.
+func (s *server) watchGrant(h *held, g *custody.Grant) {
 	s.watches.Go(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -307,7 +313,7 @@ func (s *server) list(req request, f *frame) {
 	s.mu.Lock()
 	children := make([]entry, 0, len(s.children))
 	for pid, h := range s.children {
-		if h.forgotten {
+		if h.forgotten || h.ended {
 			continue
 		}
 		state := "running"

@@ -61,7 +61,8 @@ type held struct {
 	// explicit one does not), and the Stop would then fail with no-authority over a closed scope.
 	stopMu sync.Mutex
 
-	exited    bool // the leader exited; members of its scope remain
+	exited    bool // the leader exited; members of its scope may remain
+	ended     bool // exited and released (its scope empty): kept a while for late requests (see keepEnded)
 	forgotten bool // released or handed over: no exit event, not in list
 }
 

@@ -115,6 +115,11 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 		}
 		tagEnv = *r.TagEnv
 	}
+	if r.Cwd != "" {
+		if fi, err := os.Stat(r.Cwd); err != nil || !fi.IsDir() {
+			return startResult{}, nil, errorf(codeBadRequest, "cwd %q: not a directory", r.Cwd)
+		}
+	}
 	if r.GrantEnv != "" && strings.ContainsAny(r.GrantEnv, "=\x00") {
 		return startResult{}, nil, errorf(codeBadRequest, "grant_env %q: not a variable name", r.GrantEnv)
 	}
@@ -149,6 +154,9 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 	if !s.hold(h) {
 		s.finalStop(h)
 		return startResult{}, nil, errorf(codeStartFailed, "the agent is ending: its owner is gone")
+	}
+	if g := child.EnvGrant(); g != nil {
+		s.watchGrant(h, g)
 	}
 	ok = true
 	return startResult{h: h, result: s.describe(child, cmd, st.names)}, st.client, nil
@@ -290,12 +298,19 @@ func (s *server) watch(h *held) {
 		released := h.release() == nil
 		s.mu.Lock()
 		h.exited = true
-		if released && s.children[h.child.ID.PID] == h {
-			delete(s.children, h.child.ID.PID)
-		}
+		h.ended = released
 		s.mu.Unlock()
+		if released {
+			time.AfterFunc(keepEnded, func() { s.forget(h, false) })
+		}
 	})
 }
+
+// keepEnded is how long a child that exited, with its scope empty, is still known: a signal or a
+// stop the client sent before it read the exit event is answered as for an exited child
+// (delivered false, already-exited), not as for a PID the agent never held. A new child that gets
+// the PID meanwhile takes its place.
+const keepEnded = 10 * time.Minute
 
 type exitEvent struct {
 	PID    int  `json:"pid"`

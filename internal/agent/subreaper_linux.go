@@ -47,8 +47,8 @@ func (s *server) subreaper(done <-chan struct{}) {
 func (s *server) reapOrphans(seen map[int]int) map[int]int {
 	own := map[int]bool{s.sup.PID(): true}
 	s.mu.Lock()
-	for pid := range s.children {
-		own[pid] = true
+	for pid, h := range s.children {
+		own[pid] = !h.ended
 	}
 	s.mu.Unlock()
 	now := map[int]int{}

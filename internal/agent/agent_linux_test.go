@@ -290,6 +290,10 @@ func TestClientKilled(t *testing.T) {
 }
 
 func testClientKilled(t *testing.T, how string) {
+	testproc.Use("tree") // started by the client helper, for this test
+	if how == "leak" {
+		testproc.Use("holder")
+	}
 	mark := testproc.Mark()
 	testproc.CleanupMarked(t, mark)
 	cmd := testproc.Helper(t, "client", "5", ledgerPath(t), how)

@@ -751,3 +751,33 @@ func TestProcessGroupPath(t *testing.T) {
 	}
 	testproc.NoSurvivors(t, mark, time.Minute)
 }
+
+// TestDescriptorsAmongLines: starts that pass descriptors, each right behind a line without any,
+// which the kernel often hands the agent in one read with the start's descriptors: each start
+// gets its own.
+func TestDescriptorsAmongLines(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	var chans []chan msg
+	var outs []*os.File
+	for range 30 {
+		c.send(map[string]any{"op": "ping"})
+		r, w, _ := os.Pipe()
+		req := helperStart(t, "upper", mark)
+		req["stdio"] = []string{"null", "fd", "null"}
+		chans = append(chans, c.send(req, w))
+		w.Close()
+		outs = append(outs, r)
+	}
+	for i, ch := range chans {
+		if r := c.await(ch); !r.ok() {
+			t.Errorf("start %d: %s", i, r.raw)
+			continue
+		}
+		if b, _ := io.ReadAll(outs[i]); len(b) != 0 {
+			t.Errorf("start %d: stdout %q, want nothing (its stdin is the null device)", i, b)
+		}
+		outs[i].Close()
+	}
+}

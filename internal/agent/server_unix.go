@@ -113,10 +113,10 @@ var capabilities = []string{"fds", "pipe", "fifo", "start", "fifos", "signal", "
 // readLoop reads requests until the connection ends, each served on its own goroutine.
 func (s *server) readLoop(hangup chan<- struct{}) {
 	defer close(hangup)
-	var sp splitter
+	sp := newSplitter()
 	defer sp.close()
 	for {
-		frames, err := s.c.read(&sp)
+		frames, err := s.c.read(sp)
 		for _, f := range frames {
 			s.requests.Add(1)
 			go func() {

@@ -94,6 +94,10 @@ func Serve(uc *net.UnixConn, cfg Config) error {
 	select {
 	case <-hangup:
 	case <-cfg.OwnerDone:
+		// Another process may hold a copy of the connection: whatever it sends is not read, and
+		// no request starts once the end has begun.
+		uc.SetReadDeadline(time.Now())
+		<-hangup
 	}
 	return s.end()
 }

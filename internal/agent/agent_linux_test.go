@@ -781,3 +781,19 @@ func TestDescriptorsAmongLines(t *testing.T) {
 		outs[i].Close()
 	}
 }
+
+// TestStdioNull: "null" is the null device, opened for the child, not a closed descriptor.
+func TestStdioNull(t *testing.T) {
+	c := startAgent(t)
+	r := c.do(map[string]any{"op": "start", "argv": []string{"sh", "-c", "readlink /proc/self/fd/0 /proc/self/fd/2"},
+		"stdio": []string{"null", "pipe", "null"}})
+	if !r.ok() || len(r.fds) != 1 {
+		t.Fatalf("start: %s", r.raw)
+	}
+	out, _ := io.ReadAll(r.fds[0])
+	r.fds[0].Close()
+	if string(out) != "/dev/null\n/dev/null\n" {
+		t.Errorf("stdin and stderr are %q, want /dev/null twice", out)
+	}
+	c.event("exit")
+}

@@ -797,3 +797,31 @@ func TestStdioNull(t *testing.T) {
 	}
 	c.event("exit")
 }
+
+// TestFifosWithdrawn: a token no start uses within its 10 s is withdrawn: its nodes go, and a
+// start that names it later is answered no-such-fifo.
+func TestFifosWithdrawn(t *testing.T) {
+	c := startAgent(t)
+	f := c.do(map[string]any{"op": "fifos", "streams": []string{"stdout"}})
+	if !f.ok() {
+		t.Fatalf("fifos: %s", f.raw)
+	}
+	path := f.fields["paths"].(map[string]any)["stdout"].(string)
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("%s: %v, want a named pipe", path, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the fifos' directory: %v, want mode 0700", err)
+	}
+	testproc.WaitFor(t, time.Minute, func() error {
+		if _, err := os.Lstat(path); err == nil {
+			return fmt.Errorf("%s still there", path)
+		}
+		return nil
+	})
+	r := c.do(map[string]any{"op": "start", "argv": []string{"true"}, "stdio": []string{"null", "fifo", "null"},
+		"fifos": f.str("token")})
+	if r.code() != "no-such-fifo" {
+		t.Errorf("a withdrawn token: %s, want no-such-fifo", r.raw)
+	}
+}

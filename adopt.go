@@ -196,14 +196,7 @@ func hook(step string) {
 // prove opens a handle on the offered child and proves through it that it is the incarnation
 // the giver named.
 func (o *Owner) prove(off offer) (*authority.Process, error) {
-	rec := procid.Record{PID: off.PID, StartTicks: &off.Start}
-	if off.PidfdID != 0 {
-		rec.PidfdID = &off.PidfdID
-	}
-	if boot, err := procid.BootID(); err == nil {
-		rec.BootID = &boot
-	}
-	proc, err := authority.Acquire(rec)
+	proc, err := authority.Acquire(off.id().Record())
 	if errors.Is(err, procid.ErrGone) {
 		return nil, fmt.Errorf("%w: pid %d is gone", ErrGrantRefused, off.PID)
 	}

@@ -6,6 +6,9 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
 )
 
 // FailStartAt makes every start of the test fail at the named step after its child started
@@ -78,4 +81,16 @@ func WithoutSpare(o *Owner) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.cgroupStarts = math.MinInt
+}
+
+// FindReceipt is the giver's check that the ledger l names receiver as the owner of the child id
+// (see Child.handOff); Receipt is the receiver's write of that receipt, as the owner self.
+func FindReceipt(ctx context.Context, l *ledger.Ledger, id procid.ID, receiver int) error {
+	c := &Child{ID: id, owner: &Owner{Ledger: l}}
+	return c.findReceipt(ctx, receiver)
+}
+
+func Receipt(ctx context.Context, l *ledger.Ledger, id procid.ID, self procid.Incarnation) error {
+	_, err := (&Owner{Ledger: l, self: self}).receipt(ctx, id)
+	return err
 }

@@ -126,10 +126,9 @@ func (c *Child) reclaim(ctx context.Context, receiver int) error {
 	return nil
 }
 
-// sameChild reports whether row records the incarnation id.
-func sameChild(row ledger.Row, id procid.ID) bool {
-	return row.PID == id.PID && row.StartTicks != nil && *row.StartTicks == id.Start
-}
+// sameChild reports whether row records the incarnation id, by procid's rule: where both carry
+// a pidfs id it decides, so a PID recycled within the child's start tick is not taken for it.
+func sameChild(row ledger.Row, id procid.ID) bool { return row.Record().Same(id.Record()) }
 
 // setOwner makes owner the row's owner and its spawner of record: reap judges a row by its
 // spawner, and a transferred child must not be swept because the giver, which started it, is

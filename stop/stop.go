@@ -73,7 +73,7 @@ func (r Result) OK() bool { return r.Outcome == Exited || r.Outcome == AlreadyEx
 
 // Options tunes a stop. The zero value uses the defaults.
 type Options struct {
-	Grace    time.Duration // between the request and the kill; default 3 s
+	Grace    time.Duration // between the request and the kill; default [DefaultGrace]
 	KillWait time.Duration // after the kill, how long to wait for the exit; default 2 s
 	// Owner, for [Recorded], is the uid the row's process must run as: the owner of the ledger the row
 	// was read from ([ledger.Ledger.Owner]). Nil means the caller's uid. Unused on Windows.
@@ -81,11 +81,16 @@ type Options struct {
 }
 
 const (
+	// DefaultGrace is the one default time between the request and the kill, for a stop and for
+	// the supervisor's stop at the owner's death alike (see [Grace]).
 	DefaultGrace    = 3 * time.Second
 	DefaultKillWait = 2 * time.Second
 )
 
-func (o Options) grace() time.Duration    { return orDefault(o.Grace, DefaultGrace) }
+// Grace returns d, or [DefaultGrace] when d is not positive: the default every grace takes.
+func Grace(d time.Duration) time.Duration { return orDefault(d, DefaultGrace) }
+
+func (o Options) grace() time.Duration    { return Grace(o.Grace) }
 func (o Options) killWait() time.Duration { return orDefault(o.KillWait, DefaultKillWait) }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/custody-dev/custody/stop"
 )
 
 const (
@@ -83,7 +85,7 @@ var (
 // [errors.ErrUnsupported].
 type Client struct {
 	// Grace is the supervisor's [Config.Grace]: how long covered groups have between SIGTERM and
-	// SIGKILL when the owner dies. 0 means [DefaultGrace].
+	// SIGKILL when the owner dies. 0 means [stop.DefaultGrace].
 	Grace time.Duration
 	// IdleGrace is how long a supervisor covering nothing is kept before it is released (its
 	// pipe closed: it exits at once, killing nothing). 0 means [DefaultIdleGrace]; negative
@@ -699,10 +701,7 @@ func (c *Client) logger() *slog.Logger {
 }
 
 func (c *Client) grace() time.Duration {
-	if c.Grace <= 0 {
-		return DefaultGrace
-	}
-	return c.Grace
+	return stop.Grace(c.Grace)
 }
 
 func (c *Client) startTimeout() time.Duration {

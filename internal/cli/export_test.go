@@ -1,0 +1,15 @@
+package cli
+
+import (
+	"io"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// RunOwner returns the owner custody run and custody adopt make for --grace grace, recording in
+// l.
+func RunOwner(l *ledger.Ledger, grace time.Duration) *custody.Owner {
+	return (&globals{stderr: io.Discard}).owner(l, "", "run", grace)
+}

@@ -37,9 +37,8 @@ type Child struct {
 	released   bool
 	releaseErr error
 	users      int // Stops in progress: the handles Release would close are in use
-	handedTo   int // the receiver's PID once the child was handed over (see Child.Grant)
 
-	envGrant *Grant // the grant StartOptions.GrantEnv handed the child, or nil
+	transfer childTransfer // what the transfer keeps of the child (see transfer.go)
 }
 
 // reap waits for the leader: its exit status is kept for [Child.Wait], and the zombie does not
@@ -111,10 +110,7 @@ func (c *Child) SignalGroup(sig os.Signal) error {
 func (c *Child) owned() error {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
-	if c.handedTo != 0 {
-		return fmt.Errorf("%w (pid %d)", errHandedOver, c.handedTo)
-	}
-	return nil
+	return c.transfer.handedOver()
 }
 
 // Stop stops the child's scope through the authority retained from its spawn: SIGTERM to the

@@ -3,7 +3,7 @@ package custody
 import "github.com/custody-dev/custody/scope"
 
 // An owner keeps one spare: the next cgroup child's cgroup, made after a start and covered with
-// the supervisor as a reservation (see [scope.Reservation] and supervise.Client.ReserveCgroup),
+// the supervisor as a reservation (see [scope.Reservation] and supervise.Client.Reserve),
 // so that the next start neither makes a cgroup nor has the supervisor open one beside its
 // child's exec. An owner keeps one from its second start on, while its starts get cgroups: a
 // one-shot owner (custody run) would make a cgroup only to remove it at its exit, beside its
@@ -71,7 +71,7 @@ func (o *Owner) reserve() *scope.Reservation {
 	if err != nil || r == nil {
 		return nil
 	}
-	if err := o.coverReserved(r.Cgroup()); err != nil {
+	if err := o.Supervisor.Reserve(r.Desc()); err != nil {
 		o.dropSpare(r)
 		return nil
 	}
@@ -83,6 +83,6 @@ func (o *Owner) dropSpare(r *scope.Reservation) {
 	if r == nil || r.Taken() {
 		return
 	}
-	o.uncoverPrepared(r.Cgroup())
+	o.Supervisor.Uncover(r.Desc())
 	r.Cancel()
 }

@@ -104,13 +104,15 @@ func reuseAttached() (r groupReuse, err error) {
 	defer os.Unsetenv(scope.EnvContainment)
 	a := exec.Command("cat")
 	a.Stdin = os.Stdin
-	if err := scope.Prepare(a); err != nil {
+	prep, err := scope.Prepare(a)
+	if err != nil {
 		return r, err
 	}
 	if err := a.Start(); err != nil {
+		prep.Abandon()
 		return r, err
 	}
-	if r.pinned, err = scope.Attach(a); err != nil {
+	if r.pinned, err = prep.Attach(); err != nil {
 		a.Wait()
 		return r, err
 	}

@@ -352,18 +352,11 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	}
 	o := c.owner
 	row := ledger.NewChildRow(inc, o.self, c.cmd.Args)
-	d := c.scope.Desc()
-	row.Purpose, row.Install, row.Scope = purpose, o.Install, string(d.Kind)
-	row.Containment = d.Kind.Containment()
-	if d.Cgroup != "" {
-		row.Cgroup, row.CgroupID = d.Cgroup, ptr(d.CgroupID)
-	}
+	row.Purpose, row.Install = purpose, o.Install
+	row.SetScope(c.scope.Desc())
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation
 	row.Owner = ptr(o.self.PID)
-	if pg := c.scope.PGID(); pg > 0 {
-		row.PGID = ptr(pg)
-	}
 	if _, err := w.tx.Append(row); err != nil {
 		return err
 	}

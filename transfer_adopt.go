@@ -46,13 +46,10 @@ var adoptHook func(step string)
 // offer is what the giver says of the child, as JSON on its "child" line: its incarnation and
 // its scope's description (see [scope.Desc]).
 type offer struct {
-	PID      int    `json:"pid"`
-	Start    uint64 `json:"start"`
-	PidfdID  uint64 `json:"pidfd_id,omitempty"`
-	Scope    string `json:"scope"`
-	PGID     int    `json:"pgid,omitempty"`
-	Cgroup   string `json:"cgroup,omitempty"`
-	CgroupID uint64 `json:"cgroup_id,omitempty"`
+	PID        int    `json:"pid"`
+	Start      uint64 `json:"start"`
+	PidfdID    uint64 `json:"pidfd_id,omitempty"`
+	scope.Desc        // its members: "scope", "pgid", "cgroup", "cgroup_id"
 	// Job is, on Windows, the value of the handle on the child's job that the giver duplicated
 	// into the receiver. adoptScope takes it, and dropOffer closes it on the paths that do not
 	// reach adoptScope: a refused receiver must hold no handle keeping the job alive.
@@ -62,7 +59,9 @@ type offer struct {
 func (o offer) id() procid.ID { return procid.ID{PID: o.PID, Start: o.Start, PidfdID: o.PidfdID} }
 
 func (o offer) desc(leader procid.ID) scope.Desc {
-	return scope.Desc{Kind: scope.Kind(o.Scope), Leader: leader, PGID: o.PGID, Cgroup: o.Cgroup, CgroupID: o.CgroupID}
+	d := o.Desc
+	d.Leader = leader
+	return d
 }
 
 func parseOffer(s string) (offer, error) {

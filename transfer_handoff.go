@@ -100,9 +100,7 @@ func (c *Child) handOff(conn grantConn, r *bufio.Reader, receiver int) TransferR
 // offer describes the child for the receiver (see offer), with, on Windows, a handle on its
 // job duplicated into the receiver.
 func (c *Child) offer(receiver int) ([]byte, error) {
-	d := c.scope.Desc()
-	off := offer{PID: c.ID.PID, Start: c.ID.Start, PidfdID: c.ID.PidfdID, Scope: string(d.Kind), PGID: d.PGID,
-		Cgroup: d.Cgroup, CgroupID: d.CgroupID}
+	off := offer{PID: c.ID.PID, Start: c.ID.Start, PidfdID: c.ID.PidfdID, Desc: c.scope.Desc()}
 	var err error
 	if off.Job, err = c.shareJob(receiver); err != nil {
 		return nil, err

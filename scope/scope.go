@@ -68,26 +68,19 @@ import (
 	"sync"
 
 	"github.com/custody-dev/custody/internal/backoff"
+	"github.com/custody-dev/custody/internal/scopedesc"
 	"github.com/custody-dev/custody/procid"
 )
 
-// Kind names the mechanism of a scope; ledger rows record it in their "scope" field.
-type Kind string
+// Kind names the mechanism of a scope; ledger rows record it in their "scope" field. Its words,
+// and [Kind.Containment]'s, are in package scopedesc, where the ledger reads them too.
+type Kind = scopedesc.Kind
 
 const (
-	KindGroup  Kind = "pgrp"   // a Unix process group led by the child
-	KindCgroup Kind = "cgroup" // a Linux cgroup v2 custody made for the child
-	KindJob    Kind = "job"    // a Windows job object custody created
+	KindGroup  = scopedesc.KindGroup  // a Unix process group led by the child
+	KindCgroup = scopedesc.KindCgroup // a Linux cgroup v2 custody made for the child
+	KindJob    = scopedesc.KindJob    // a Windows job object custody created
 )
-
-// Containment is the word a ledger row's "containment" field and custody doctor use for a kind:
-// "cgroup", "process-group" or "job".
-func (k Kind) Containment() string {
-	if k == KindGroup {
-		return "process-group"
-	}
-	return string(k)
-}
 
 var (
 	// ErrNotPrepared is returned by [Prepared.Attach] for a command whose preparation was undone
@@ -398,17 +391,9 @@ func (s *Scope) String() string { return s.describe() }
 
 // Desc describes a scope in plain values, as a ledger row records it, so that a process other
 // than the one that made it can rebuild it with [Open], and another owner's supervisor cover it.
-type Desc struct {
-	Kind   Kind
-	Leader procid.ID // the child the scope was made for; Start 0 when not known
-	PGID   int       // KindGroup: the process group (the leader's PID)
-	// Cgroup is, for KindCgroup, the cgroup's path in the cgroup v2 hierarchy, as
-	// /proc/PID/cgroup shows it ("/custody/custody-4026531836-41-96/s1"), independent of where cgroup2 is
-	// mounted; CgroupID is its inode number (the kernel's cgroup id), which proves that a
-	// cgroup found at that path later is the same one.
-	Cgroup   string
-	CgroupID uint64
-}
+// It is one type with its JSON wherever a scope is described (a ledger row, a transfer's offer):
+// see package scopedesc for its fields.
+type Desc = scopedesc.Desc
 
 // Open rebuilds a scope from its description, for a stop or a reap by another process than the
 // one that made it, and proves it is the described one before any signal:

@@ -49,9 +49,9 @@ type Owner struct {
 	inited       bool                // a Start or an Adopt was admitted
 	closed       bool                // Close was called: no Start or Adopt is admitted
 	children     map[*Child]struct{} // started or adopted; removed when released or handed over
-	ops          sync.WaitGroup      // Starts, Adopts and the spare's making under way
-	spare        *scope.Reservation  // the next cgroup child's cgroup, made ahead (see spare.go)
-	refilling    bool                // the spare is being made
+	ops          sync.WaitGroup      // Starts, Adopts and the reservation's making under way
+	reserved     *scope.Reservation  // the next cgroup child's cgroup, made ahead (see reserve.go)
+	reserving    bool                // the reservation is being made
 	cgroupStarts int                 // starts whose child got a cgroup
 
 	closeOnce sync.Once
@@ -170,7 +170,7 @@ func (o *Owner) start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (_ 
 			o.Supervisor.Uncover(early)
 			w.abort()
 		}
-		grant.settle(c, started)
+		grant.bindStart(c, started)
 		if c != nil {
 			if started {
 				o.track(c) // before its reaper may release it
@@ -199,9 +199,9 @@ func (o *Owner) start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (_ 
 	}
 	w = &pendingRow{tx: tx, done: make(chan struct{})}
 	go w.prepare()
-	spare := o.takeSpare()
-	prep, err = scope.PrepareReserved(cmd, spare, opts.SharedConsole)
-	o.dropSpare(spare) // when not taken: made before this process was told to give process groups
+	reserved := o.takeReserved()
+	prep, err = scope.PrepareReserved(cmd, reserved, opts.SharedConsole)
+	o.dropReserved(reserved) // when not taken: made before this process was told to give process groups
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +237,7 @@ func (o *Owner) start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (_ 
 	}
 	started = true
 	if bornCovered {
-		o.refill()
+		o.reserveNext()
 	}
 	return c, nil
 }
@@ -282,8 +282,8 @@ func (o *Owner) finish(c *Child, prep *scope.Prepared, w *pendingRow, g *gate, b
 	// The reaper starts last: until then nothing waits for the child, whose PID its zombie would
 	// keep, and a failure reaps it in abort. Started after the append's background goroutine, it
 	// finds a thread awake to run it, where before it woke one (some 4 µs of the start here).
-	c.reaping = true
-	go c.reap()
+	c.waiting = true
+	go c.waitLeader()
 	return nil
 }
 
@@ -306,8 +306,8 @@ func faultAt(step string, err error) error {
 func (c *Child) gone(w *pendingRow) {
 	c.scope.Signal(os.Kill) // ErrGone: it left nothing
 	w.abort()
-	c.reaping = true
-	go c.reap()
+	c.waiting = true
+	go c.waitLeader()
 }
 
 // pendingRow is the ledger write a start prepares while it makes the scope and the child execs.

@@ -288,8 +288,8 @@ func (o *Owner) grantEnv(cmd *exec.Cmd, opts StartOptions) (*Grant, error) {
 	return g, nil
 }
 
-// settle gives the grant its child once Start succeeded (ok), and voids it when Start failed.
-func (g *Grant) settle(c *Child, ok bool) {
+// bindStart gives the grant its child once Start succeeded (ok), and voids it when Start failed.
+func (g *Grant) bindStart(c *Child, ok bool) {
 	switch {
 	case g == nil:
 	case !ok:

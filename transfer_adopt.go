@@ -256,5 +256,5 @@ func (c *Child) watch() {
 		c.waitErr = c.exitStatus()
 	}
 	close(c.done)
-	c.settle()
+	c.releaseIfEmpty()
 }

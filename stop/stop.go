@@ -126,7 +126,7 @@ func Stop(ctx context.Context, t Target, opts Options) Result {
 		res.Reason = "killed at once: " + err.Error()
 		return t.kill(ctx, res, opts)
 	}
-	if done, r := t.settle(res, err, true); done {
+	if done, r := t.outcomeOf(res, err, true); done {
 		return r
 	}
 	res.Request = request
@@ -145,7 +145,7 @@ func Stop(ctx context.Context, t Target, opts Options) Result {
 
 func (t Target) kill(ctx context.Context, res Result, opts Options) Result {
 	res.Forced = true
-	if done, r := t.settle(res, t.signal(os.Kill), false); done {
+	if done, r := t.outcomeOf(res, t.signal(os.Kill), false); done {
 		return r
 	}
 	killCtx, cancel := context.WithTimeout(ctx, opts.killWait())
@@ -157,9 +157,9 @@ func (t Target) kill(ctx context.Context, res Result, opts Options) Result {
 	return res
 }
 
-// settle classifies a signal's error; done is false when the signal went out and the stop goes
+// outcomeOf classifies a signal's error; done is false when the signal went out and the stop goes
 // on. first says whether this was the stop's first signal (a gone target then had exited before).
-func (t Target) settle(res Result, err error, first bool) (done bool, r Result) {
+func (t Target) outcomeOf(res Result, err error, first bool) (done bool, r Result) {
 	switch {
 	case err == nil:
 		return false, res

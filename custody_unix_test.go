@@ -9,10 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -28,42 +25,6 @@ import (
 	"github.com/custody-dev/custody/tag"
 )
 
-func TestMain(m *testing.M) {
-	custody.Init()
-	testproc.Register("worker", helperWorker)
-	testproc.Register("owner", helperOwner)
-	testproc.Main(m)
-}
-
-// helperWorker is an owned child. It prints "ready <pid> <tag>" (and, with "grandchild", starts
-// a worker in its own process group first and adds its PID). On SIGTERM it exits, or with "slow"
-// exits a second later. Its lifeline is stdin. With $WORKER_RAN set, it first creates that file.
-func helperWorker(args []string) int {
-	if ran := os.Getenv("WORKER_RAN"); ran != "" {
-		os.WriteFile(ran, nil, 0o600)
-	}
-	has := func(w string) bool { return strings.Contains(strings.Join(args, " "), w) }
-	if has("slow") {
-		c := make(chan os.Signal, 1)
-		signal.Notify(c, syscall.SIGTERM)
-		go func() { <-c; time.Sleep(time.Second); os.Exit(0) }()
-	}
-	line := fmt.Sprintf("ready %d %s", os.Getpid(), os.Getenv(tag.DefaultEnv))
-	if has("grandchild") {
-		g := exec.Command(os.Args[0])
-		g.Env = append(os.Environ(), testproc.Env("worker"))
-		g.Stdin = os.Stdin
-		if err := g.Start(); err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-		line += " " + strconv.Itoa(g.Process.Pid)
-	}
-	fmt.Println(line)
-	bufio.NewScanner(os.Stdin).Scan()
-	return 0
-}
-
 // helperOwner starts two owned workers (the first with a grandchild in its group), prints
 // "child <pid>" for every process and "supervisor <pid>", then blocks until it is killed. Each
 // change of coverage prints "lost <why>", or "covered <supervisor pid>" when it comes back.
@@ -77,8 +38,8 @@ func helperOwner(args []string) int {
 		}
 	}
 	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: sup}
-	for _, extra := range []string{"grandchild", ""} {
-		cmd := exec.Command(os.Args[0], extra)
+	for _, extra := range [][]string{{"-grandchild"}, nil} {
+		cmd := exec.Command(os.Args[0], extra...)
 		cmd.Env = append(os.Environ(), testproc.Env("worker"))
 		cmd.Stdin = os.NewFile(3, "lifeline") // the test's, not the owner's: it outlives the owner
 		out, _ := cmd.StdoutPipe()
@@ -87,9 +48,7 @@ func helperOwner(args []string) int {
 			fmt.Println("error", err)
 			return 1
 		}
-		sc := bufio.NewScanner(out)
-		sc.Scan()
-		f := strings.Fields(sc.Text())
+		f, _ := readyFields(bufio.NewScanner(out))
 		fmt.Println("child", c.ID.PID)
 		if len(f) > 3 {
 			fmt.Println("child", f[3])
@@ -99,20 +58,9 @@ func helperOwner(args []string) int {
 	select {}
 }
 
-func ledgerPath(t *testing.T) string { return filepath.Join(t.TempDir(), "spawn-ledger.json") }
-
-func newOwner(t *testing.T) *custody.Owner {
-	sup := &supervise.Client{Grace: time.Second}
-	t.Cleanup(func() { sup.Close() })
-	o := &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
-	// Closed before the ledger's directory is removed: a child that ended is released in the
-	// background (its row dropped, a write in that directory), and Close waits for that.
-	t.Cleanup(func() { o.Close() })
-	return o
-}
-
 // start starts a worker through o, with its stdin a pipe the test holds.
-func start(t *testing.T, o *custody.Owner, opts custody.StartOptions, args ...string) (*custody.Child, []string) {
+// It returns the worker's ready line's fields and its spawn tag (see helperWorker).
+func start(t *testing.T, o *custody.Owner, opts custody.StartOptions, args ...string) (*custody.Child, []string, string) {
 	t.Helper()
 	cmd := testproc.Helper(t, "worker", args...)
 	cmd.Stderr = os.Stderr
@@ -127,23 +75,23 @@ func start(t *testing.T, o *custody.Owner, opts custody.StartOptions, args ...st
 		c.Signal(os.Kill)
 		c.Wait()
 	})
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		t.Fatalf("worker said nothing: %v", c.Wait())
+	f, tg := readyFields(bufio.NewScanner(out))
+	if f == nil {
+		t.Fatalf("worker said no ready line: %v", c.Wait())
 	}
-	return c, strings.Fields(sc.Text())
+	return c, f, tg
 }
 
 func TestStart(t *testing.T) {
 	o := newOwner(t)
-	c, f := start(t, o, custody.StartOptions{Purpose: "gateway"})
+	c, _, tv := start(t, o, custody.StartOptions{Purpose: "gateway"})
 	if pg, _ := syscall.Getpgid(c.ID.PID); pg != c.ID.PID {
 		t.Errorf("child's process group %d, want its own (%d)", pg, c.ID.PID)
 	}
-	tg, err := tag.Parse(f[2])
+	tg, err := tag.Parse(tv)
 	self, _ := procid.Self()
 	if err != nil || tg.Purpose != "gateway" || tg.SpawnerPID != self.PID {
-		t.Errorf("child's tag %q (%v)", f[2], err)
+		t.Errorf("child's tag %q (%v)", tv, err)
 	}
 	rows, err := o.Ledger.Rows(context.Background())
 	if err != nil || len(rows) != 1 {
@@ -254,11 +202,11 @@ func TestSlotBarrier(t *testing.T) {
 		return cmd
 	}
 	ctx := context.Background()
-	g1, err := slot.Replace(ctx, worker("slow"))
+	g1, err := slot.Replace(ctx, worker("-slow"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready.Scan() // its SIGTERM handler is in place
+	readyFields(ready) // its SIGTERM handler is in place
 	var gen2 atomic.Pointer[procid.ID]
 	var both atomic.Bool
 	stopProbe := make(chan struct{})

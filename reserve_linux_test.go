@@ -119,13 +119,13 @@ func TestReserved(t *testing.T) {
 	if s := custody.Reserved(o); s != "" {
 		t.Errorf("a first start made a reserved %s", s)
 	}
-	c1, _ := start(t, o, custody.StartOptions{})
+	c1, _, _ := start(t, o, custody.StartOptions{})
 	reserved := reservedDir(t, o)
 	requireEmptyCgroup(t, reserved)
 	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c1.ID.PID)); got == reserved {
 		t.Fatalf("the reserved %s is the first child's own cgroup", reserved)
 	}
-	c2, _ := start(t, o, custody.StartOptions{})
+	c2, _, _ := start(t, o, custody.StartOptions{})
 	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c2.ID.PID)); got != reserved {
 		t.Errorf("second child born in %s, want the reserved %s", got, reserved)
 	}
@@ -133,7 +133,7 @@ func TestReserved(t *testing.T) {
 	requireEmptyCgroup(t, next)
 
 	t.Setenv(scope.EnvContainment, scope.KindGroup.Containment())
-	c3, _ := start(t, o, custody.StartOptions{})
+	c3, _, _ := start(t, o, custody.StartOptions{})
 	if got := rowCgroup(t, o.Ledger, c3.ID.PID); got != "" {
 		t.Errorf("a child started with process groups asked for was born in cgroup %s", got)
 	}

@@ -19,7 +19,7 @@ func TestStartIdentity(t *testing.T) {
 	o := newOwner(t)
 	ctx := context.Background()
 	for i := range 30 {
-		c, _ := start(t, o, custody.StartOptions{})
+		c, _, _ := start(t, o, custody.StartOptions{})
 		inc, err := procid.Read(c.ID.PID) // the worker runs until its stdin closes
 		if err != nil {
 			t.Fatal(err)

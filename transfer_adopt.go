@@ -3,7 +3,6 @@ package custody
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
-	"github.com/custody-dev/custody/scope"
 )
 
 // ErrExitUnknown is what [Child.Wait] returns for an adopted child that has exited when the OS
@@ -42,35 +40,6 @@ func (e *ExitError) Error() string {
 // child is proven, before the receipt is written, and "receipt" after the receipt, before the
 // scope is covered. A test kills the receiver there.
 var adoptHook func(step string)
-
-// offer is what the giver says of the child, as JSON on its "child" line: its incarnation and
-// its scope's description (see [scope.Desc]).
-type offer struct {
-	PID        int    `json:"pid"`
-	Start      uint64 `json:"start"`
-	PidfdID    uint64 `json:"pidfd_id,omitempty"`
-	scope.Desc        // its members: "scope", "pgid", "cgroup", "cgroup_id"
-	// Job is, on Windows, the value of the handle on the child's job that the giver duplicated
-	// into the receiver. adoptScope takes it, and dropOffer closes it on the paths that do not
-	// reach adoptScope: a refused receiver must hold no handle keeping the job alive.
-	Job uint64 `json:"job,omitempty"`
-}
-
-func (o offer) id() procid.ID { return procid.ID{PID: o.PID, Start: o.Start, PidfdID: o.PidfdID} }
-
-func (o offer) desc(leader procid.ID) scope.Desc {
-	d := o.Desc
-	d.Leader = leader
-	return d
-}
-
-func parseOffer(s string) (offer, error) {
-	var o offer
-	if err := json.Unmarshal([]byte(s), &o); err != nil || o.PID <= 1 || o.Start == 0 {
-		return o, fmt.Errorf("giver's offer %q: malformed", s) // o: what of it decoded, for dropOffer
-	}
-	return o, nil
-}
 
 // Adopt redeems a grant (see [Child.Grant]) and becomes the owner of its child: it proves the
 // child through a handle of its own, records the receipt in the ledger (the row's owner and

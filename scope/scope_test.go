@@ -215,6 +215,30 @@ func TestAttachRefusesUnstarted(t *testing.T) {
 	}
 }
 
+// A Prepared scope is attached once: a second Attach is refused, and Abandon after the Attach
+// leaves the attached scope as it was (its cgroup, where it has one, is not removed).
+func TestPreparedAttachOnce(t *testing.T) {
+	cmd := tree(t)
+	prep, err := scope.Prepare(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testproc.Start(t, cmd)
+	s, err := prep.Attach()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupScope(s) })
+	if _, err := prep.Attach(); err == nil {
+		t.Error("a second Attach succeeded")
+	}
+	prep.Abandon()
+	p.Expect("ready ", 30*time.Second)
+	if empty, err := s.Empty(); err != nil || empty {
+		t.Errorf("after Abandon, the attached scope reads empty %v, %v; want its child in it", empty, err)
+	}
+}
+
 // A child whose preparation was undone before its start (its SysProcAttr replaced) runs outside
 // any scope custody could take without a window: Attach refuses it and kills it, rather than
 // leave it unowned.

@@ -11,5 +11,5 @@ import (
 // RunOwner returns the owner custody run and custody adopt make for --grace grace, recording in
 // l.
 func RunOwner(l *ledger.Ledger, grace time.Duration) *custody.Owner {
-	return (&globals{stderr: io.Discard}).owner(l, "", "run", grace)
+	return (&globals{stderr: io.Discard}).newOwner(l, "", "run", grace, nil)
 }

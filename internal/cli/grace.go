@@ -8,6 +8,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
 	"github.com/custody-dev/custody/supervise"
 )
@@ -30,11 +31,12 @@ func checkGrace(d time.Duration) error {
 	return nil
 }
 
-// owner is the owner custody run and custody adopt act as, whose every stop of the child takes
+// newOwner returns the owner custody run and custody adopt act as, whose every stop of the child takes
 // grace (--grace): the final stop after the child's exit, [custody.Owner.Close]'s of what that
 // stop could not end, and the supervisor's at custody's own death. Without Stop set, Close would
-// stop the child again with the default grace instead.
-func (g *globals) owner(l *ledger.Ledger, tagEnv, verb string, grace time.Duration) *custody.Owner {
-	return &custody.Owner{Ledger: l, Install: g.install(), TagEnv: tagEnv, Stop: stop.Options{Grace: grace},
+// stop the child again with the default grace instead. caller is the program custody answers to
+// (--owner), recorded in the child's row, or nil.
+func (g *globals) newOwner(l *ledger.Ledger, tagEnv, verb string, grace time.Duration, caller *procid.ID) *custody.Owner {
+	return &custody.Owner{Ledger: l, Install: g.install(), TagEnv: tagEnv, Caller: caller, Stop: stop.Options{Grace: grace},
 		Supervisor: &supervise.Client{Grace: grace, Notify: coverage(g.stderr, verb)}}
 }

@@ -217,9 +217,9 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestGraceFlags: the five --grace flags are one flag, with one check and one message.
+// TestGraceFlags: the --grace flags are one flag, with one check and one message.
 func TestGraceFlags(t *testing.T) {
-	for _, verb := range []string{"run", "adopt", "stop", "reap", "supervise"} {
+	for _, verb := range []string{"run", "adopt", "stop", "reap", "supervise", "agent"} {
 		r := runCLI(t, verb, "--grace", "0s", "x")
 		want := fmt.Sprintf("custody: error: invalid value \"0s\" for flag --grace: must be positive (see 'custody %s --help')\n", verb)
 		if r.code != 2 || r.stderr != want {

@@ -16,46 +16,25 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/testid"
 	"github.com/custody-dev/custody/internal/testproc"
-	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/stop"
-	"github.com/custody-dev/custody/supervise"
 	"github.com/custody-dev/custody/tag"
 )
 
-// helperOwner starts two owned workers (the first with a grandchild in its group), prints
-// "child <pid>" for every process and "supervisor <pid>", then blocks until it is killed. Each
-// change of coverage prints "lost <why>", or "covered <supervisor pid>" when it comes back.
-func helperOwner(args []string) int {
-	sup := &supervise.Client{Grace: time.Second}
-	sup.Notify = func(lost error) {
-		if lost != nil {
-			fmt.Println("lost", lost)
-		} else {
-			fmt.Println("covered", sup.PID())
-		}
-	}
-	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: sup}
+// ownedTree returns the children helperOwner starts: two workers, the first with a grandchild in
+// its group, whose lifeline is the test's descriptor 3, not the owner's: it outlives the owner.
+func ownedTree() []*exec.Cmd {
+	var cmds []*exec.Cmd
 	for _, extra := range [][]string{{"-grandchild"}, nil} {
 		cmd := exec.Command(os.Args[0], extra...)
 		cmd.Env = append(os.Environ(), testproc.Env("worker"))
-		cmd.Stdin = os.NewFile(3, "lifeline") // the test's, not the owner's: it outlives the owner
-		out, _ := cmd.StdoutPipe()
-		c, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"})
-		if err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-		f, _ := readyFields(bufio.NewScanner(out))
-		fmt.Println("child", c.ID.PID)
-		if len(f) > 3 {
-			fmt.Println("child", f[3])
-		}
+		cmd.Stdin = os.NewFile(3, "lifeline")
+		cmds = append(cmds, cmd)
 	}
-	fmt.Println("supervisor", o.Supervisor.PID())
-	select {}
+	return cmds
 }
 
 // start starts a worker through o, with its stdin a pipe the test holds.
@@ -144,19 +123,8 @@ func ownerKilled(t *testing.T, killSupervisor func(sup procid.ID, owner *testpro
 	t.Cleanup(func() { w.Close() })
 	owner := testproc.Start(t, cmd)
 	r.Close()
-	var ids []procid.ID
-	var sup procid.ID
-	for sup.PID == 0 {
-		f := owner.Expect("", 20*time.Second)
-		switch f[0] {
-		case "child":
-			ids = append(ids, incarnation(t, atoi(f[1])))
-		case "supervisor":
-			sup = incarnation(t, atoi(f[1]))
-		case "error":
-			t.Fatal(f)
-		}
-	}
+	ids := testid.Parse(t, owner.Expect("ready ", 20*time.Second))
+	sup := incarnation(t, atoi(owner.Expect("supervisor ", 20*time.Second)[0]))
 	if len(ids) != 3 {
 		t.Fatalf("owner reported %v", ids)
 	}

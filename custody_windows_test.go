@@ -35,34 +35,14 @@ import (
 	"github.com/custody-dev/custody/tag"
 )
 
-// helperOwner owns a held child with a leaf (see helperHeld) through a [custody.Owner] recording
-// in the ledger args[0], prints the child's "ready" line (the child's and leaf's incarnations),
-// then blocks on stdin. Neither reads a lifeline, so only their job can end them when the test
-// kills this helper: Wine ends a pipe whose writer lives when the reader's parent dies, and a
-// child reading one would exit by itself and prove nothing.
-func helperOwner(args []string) int {
-	o := &custody.Owner{Ledger: ledger.Open(args[0])}
+// ownedTree returns the child helperOwner starts: a held child with a leaf (see helperHeld).
+// Neither reads a lifeline, so only their job can end them when the test kills the owner: Wine
+// ends a pipe whose writer lives when the reader's parent dies, and a child reading one would
+// exit by itself and prove nothing.
+func ownedTree() []*exec.Cmd {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), testproc.Env("held"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "owner:", err)
-		return 1
-	}
-	if _, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"}); err != nil {
-		fmt.Fprintln(os.Stderr, "owner:", err)
-		return 1
-	}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "ready ") {
-			fmt.Println(sc.Text())
-			break
-		}
-	}
-	io.Copy(io.Discard, os.Stdin)
-	return 0
+	return []*exec.Cmd{cmd}
 }
 
 // worker is a started worker: its stdout lines, and its stdin (the lifeline) held by the test.

@@ -2,6 +2,7 @@ package custody_test
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -78,6 +79,47 @@ func helperWorker(args []string) int {
 	if g != nil {
 		g.Wait()
 	}
+	return 0
+}
+
+// helperOwner owns the children ownedTree returns (per OS) through a [custody.Owner] recording
+// in the ledger args[0], and prints "ready <pid> <start> …" with the incarnation of every process
+// it owns (each child's and its descendants', as each child's ready line says), then "supervisor
+// <pid>" (0 where the job is the cover). Each change of its supervisor's coverage prints "lost
+// <why>", or "covered <supervisor pid>" when it comes back. It lives until its stdin closes or
+// it is killed.
+func helperOwner(args []string) int {
+	sup := &supervise.Client{Grace: time.Second}
+	sup.Notify = func(lost error) {
+		if lost != nil {
+			fmt.Println("lost", lost)
+		} else {
+			fmt.Println("covered", sup.PID())
+		}
+	}
+	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: sup}
+	report := "ready"
+	for _, cmd := range ownedTree() {
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if _, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"}); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		f, _ := readyFields(bufio.NewScanner(out))
+		if f == nil {
+			fmt.Println("error: a child said no ready line")
+			return 1
+		}
+		report += " " + strings.Join(f[1:], " ")
+	}
+	fmt.Println(report)
+	fmt.Println("supervisor", o.Supervisor.PID())
+	io.Copy(io.Discard, os.Stdin)
 	return 0
 }
 

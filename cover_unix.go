@@ -30,14 +30,15 @@ func (o *Owner) coverPrepared(path string) error {
 	return o.Supervisor.RegisterCgroup(path)
 }
 
-// cover registers a process-group child's group with the supervisor, bound to its leader. A
+// cover registers a process-group child's group with the supervisor, bound to its leader, with
+// its scope id (see stampScopeID) when it has one. A
 // cgroup child was covered by coverPrepared.
-func (o *Owner) cover(s *scope.Scope) error {
+func (o *Owner) cover(s *scope.Scope, scopeID string) error {
 	if s.Kind() == scope.KindCgroup {
 		return nil
 	}
 	l := s.Leader()
-	return o.Supervisor.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID})
+	return o.Supervisor.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID, ScopeID: scopeID})
 }
 
 func (o *Owner) uncover(s *scope.Scope) error {

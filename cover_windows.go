@@ -18,7 +18,7 @@ func (o *Owner) uncoverPrepared(string) {}
 
 func (o *Owner) coverReserved(string) error { return nil }
 
-func (o *Owner) cover(*scope.Scope) error { return nil }
+func (o *Owner) cover(*scope.Scope, string) error { return nil }
 
 func (o *Owner) uncover(*scope.Scope) error { return nil }
 

@@ -139,6 +139,7 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, o.TagEnv+"="+t.String())
+	stampScopeID(cmd)
 	grant, err := o.grantEnv(cmd, opts)
 	if err != nil {
 		return nil, fmt.Errorf("custody: start: %w", err)
@@ -256,7 +257,7 @@ func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate
 		c.gone(w)
 		return c, nil
 	}
-	if err = faultAt("cover", o.cover(c.scope)); err != nil {
+	if err = faultAt("cover", o.cover(c.scope, c.scopeID())); err != nil {
 		return nil, err
 	}
 	c.covered = true
@@ -348,6 +349,7 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	if d.Cgroup != "" {
 		row.Cgroup, row.CgroupID = d.Cgroup, ptr(d.CgroupID)
 	}
+	row.ScopeID = c.scopeID()
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation
 	row.Owner = ptr(o.self.PID)

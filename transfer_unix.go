@@ -121,7 +121,7 @@ func (o *Owner) coverAdopted(s *scope.Scope) error {
 	if d := s.Desc(); d.Kind == scope.KindCgroup {
 		return o.Supervisor.RegisterCgroup(d.Cgroup)
 	}
-	return o.cover(s)
+	return o.cover(s, "")
 }
 
 // exitStatus reads how the adopted child ended where the kernel tells a non-parent (Linux 6.15+,

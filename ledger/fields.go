@@ -33,6 +33,7 @@ const (
 	fieldContainment
 	fieldCgroup
 	fieldCgroupID
+	fieldScopeID
 )
 
 // fieldOf names the field key is the JSON name of: one comparison of the name per field of a row
@@ -101,6 +102,8 @@ func custodyFieldOf(key []byte) field {
 		return fieldCgroup
 	case "cgroup_id":
 		return fieldCgroupID
+	case "scope_id":
+		return fieldScopeID
 	}
 	return fieldUnknown
 }

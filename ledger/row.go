@@ -44,6 +44,7 @@ type Row struct {
 	Containment       string  `json:"containment,omitempty"`         // "cgroup", "process-group" or "job"
 	Cgroup            string  `json:"cgroup,omitempty"`              // a cgroup scope's hierarchy path
 	CgroupID          *uint64 `json:"cgroup_id,omitempty"`           // its inode number (the kernel's cgroup id)
+	ScopeID           string  `json:"scope_id,omitempty"`            // the scope's id in its processes' environment (scope.EnvScopeID)
 
 	raw []byte // the row as read, written back verbatim while unchanged
 	// identityOnly: decoded from raw with the identity fields only, as the write path reads, and
@@ -289,6 +290,8 @@ func (r *Row) decodeCustodyField(f field, v []byte, vals *values) {
 		r.Cgroup, _ = jsonscan.String(v)
 	case fieldCgroupID:
 		r.CgroupID = uintPtr(v, vals)
+	case fieldScopeID:
+		r.ScopeID, _ = jsonscan.String(v)
 	}
 }
 

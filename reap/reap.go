@@ -129,7 +129,9 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 		}
 		switch d.Action {
 		case Reap:
-			res := stop.Recorded(ctx, d.row.Record(), d.row.ScopeDesc(), opts.Stop)
+			so := opts.Stop
+			so.ScopeID = d.row.Decoded().ScopeID
+			res := stop.Recorded(ctx, d.row.Record(), d.row.ScopeDesc(), so)
 			d.Result = &res
 			if res.OK() {
 				drop = append(drop, *d.row)

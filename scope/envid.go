@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -99,9 +100,9 @@ func EnvIDOf(env []string) string {
 }
 
 // carries reports whether an environment block (NUL-separated KEY=VALUE entries) has an
-// EnvScopeID entry whose list holds id. Every entry of that name counts: a program may put
+// EnvScopeID entry whose list holds one of ids. Every entry of that name counts: a program may put
 // several in its exec, and the one a libc's getenv finds is not the only one a child inherits.
-func carries(block []byte, id string) bool {
+func carries(block []byte, ids []string) bool {
 	key := []byte(EnvScopeID + "=")
 	for len(block) > 0 {
 		entry := block
@@ -120,8 +121,10 @@ func carries(block []byte, id string) bool {
 			} else {
 				list = nil
 			}
-			if string(item) == id {
-				return true
+			for _, id := range ids {
+				if string(item) == id {
+					return true
+				}
 			}
 		}
 	}
@@ -132,7 +135,7 @@ func carries(block []byte, id string) bool {
 // held by the strongest handle the OS offers (a pidfd on Linux; on macOS the start read at the
 // scan, checked before each signal). Its methods are safe for concurrent use.
 type Strays struct {
-	id  string
+	ids []string
 	uid int
 
 	mu    sync.Mutex
@@ -140,15 +143,18 @@ type Strays struct {
 	last  os.Signal      // the last signal sent, for strays found later
 }
 
-// FindStrays returns the processes running as uid whose environment carries the scope id, each
+// FindStrays returns the processes running as uid whose environment carries one of the scope ids
+// (one scan for all of them), each
 // proven (see the file comment), never init, the caller, its ancestors or a kernel thread. A
 // process that cannot be read is left out. On Windows and other systems without a way to read
 // another process's environment: an error wrapping [errors.ErrUnsupported].
-func FindStrays(id string, uid int) (*Strays, error) {
-	if !ValidEnvID(id) {
-		return nil, fmt.Errorf("scope: sweep for scope id %q: not a scope id", id)
+func FindStrays(ids []string, uid int) (*Strays, error) {
+	for _, id := range ids {
+		if !ValidEnvID(id) {
+			return nil, fmt.Errorf("scope: sweep for scope id %q: not a scope id", id)
+		}
 	}
-	s := &Strays{id: id, uid: uid, procs: map[int]*stray{}}
+	s := &Strays{ids: slices.Clone(ids), uid: uid, procs: map[int]*stray{}}
 	if err := s.rescan(); err != nil {
 		return nil, err
 	}
@@ -157,14 +163,17 @@ func FindStrays(id string, uid int) (*Strays, error) {
 
 // rescan adds the strays a scan finds now to those held.
 func (s *Strays) rescan() error {
-	found, err := findStrays(s.id, s.uid, func(pid int) bool {
+	if len(s.ids) == 0 {
+		return nil
+	}
+	found, err := findStrays(s.ids, s.uid, func(pid int) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		_, held := s.procs[pid]
 		return held
 	})
 	if err != nil {
-		return fmt.Errorf("scope: sweep for scope id %s: %w", s.id, err)
+		return fmt.Errorf("scope: sweep for scope ids %s: %w", strings.Join(s.ids, ","), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -218,7 +227,7 @@ func (s *Strays) Signal(sig os.Signal) error {
 			p.close()
 			delete(s.procs, pid)
 		case err != nil && first == nil:
-			first = fmt.Errorf("scope: signal pid %d carrying scope id %s: %w", pid, s.id, err)
+			first = fmt.Errorf("scope: signal pid %d, which carries a scope id: %w", pid, err)
 		}
 	}
 	return first
@@ -257,7 +266,7 @@ func (s *Strays) waitHeld(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("scope: wait for %d processes carrying scope id %s: %w", s.Len(), s.id, context.Cause(ctx))
+			return fmt.Errorf("scope: wait for %d processes carrying a scope id: %w", s.Len(), context.Cause(ctx))
 		case <-t.C:
 		}
 	}
@@ -294,7 +303,7 @@ func Sweep(s *Scope, id string, uid int) *Swept { return &Swept{scope: s, id: id
 // find looks for the strays once.
 func (w *Swept) find() {
 	if w.strays == nil && w.err == nil {
-		w.strays, w.err = FindStrays(w.id, w.uid)
+		w.strays, w.err = FindStrays([]string{w.id}, w.uid)
 	}
 }
 

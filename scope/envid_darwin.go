@@ -33,7 +33,7 @@ type stray struct {
 	start unix.Timeval
 }
 
-func findStrays(id string, uid int, held func(pid int) bool) ([]*stray, error) {
+func findStrays(ids []string, uid int, held func(pid int) bool) ([]*stray, error) {
 	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
 	if err != nil {
 		return nil, os.NewSyscallError("sysctl kern.proc.all", err)
@@ -46,7 +46,7 @@ func findStrays(id string, uid int, held func(pid int) bool) ([]*stray, error) {
 		if pid <= 1 || pid == os.Getpid() || held(pid) || kp.Proc.P_stat == _SZOMB || !ranAs(kp, uid) {
 			continue
 		}
-		if env, err := procEnviron(pid); err != nil || !carries(env, id) {
+		if env, err := procEnviron(pid); err != nil || !carries(env, ids) {
 			continue
 		}
 		if guard == nil {

@@ -37,9 +37,9 @@ type stray struct {
 // allocations of up to the largest block.
 var environBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
-// findStrays scans /proc for processes of uid carrying id, skipping those held already, and
+// findStrays scans /proc for processes of uid carrying one of ids, skipping those held already, and
 // proves each through a pidfd (see the file comment of envid.go).
-func findStrays(id string, uid int, held func(pid int) bool) ([]*stray, error) {
+func findStrays(ids []string, uid int, held func(pid int) bool) ([]*stray, error) {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func findStrays(id string, uid int, held func(pid int) bool) ([]*stray, error) {
 		if err != nil || pid <= 1 || pid == os.Getpid() || held(pid) {
 			continue
 		}
-		if !ownedBy(pid, uid) || !environCarries(pid, id, bp) {
+		if !ownedBy(pid, uid) || !environCarries(pid, ids, bp) {
 			continue
 		}
 		if guard == nil {
@@ -68,7 +68,7 @@ func findStrays(id string, uid int, held func(pid int) bool) ([]*stray, error) {
 		if guard.Refuse(pid) != nil {
 			continue
 		}
-		if s := proveStray(pid, id, uid, bp); s != nil {
+		if s := proveStray(pid, ids, uid, bp); s != nil {
 			found = append(found, s)
 		}
 	}
@@ -82,11 +82,11 @@ func ownedBy(pid, uid int) bool {
 	return unix.Stat("/proc/"+strconv.Itoa(pid), &st) == nil && int(st.Uid) == uid
 }
 
-// environCarries reports whether pid's environment block carries id, reading it into *bp.
-func environCarries(pid int, id string, bp *[]byte) bool {
+// environCarries reports whether pid's environment block carries one of ids, reading it into *bp.
+func environCarries(pid int, ids []string, bp *[]byte) bool {
 	b, err := readEnviron(pid, (*bp)[:0])
 	*bp = b[:0]
-	return err == nil && carries(b, id)
+	return err == nil && carries(b, ids)
 }
 
 // readEnviron appends pid's environment block to b.
@@ -111,16 +111,16 @@ func readEnviron(pid int, b []byte) ([]byte, error) {
 	}
 }
 
-// proveStray opens a pidfd on pid and proves through it that the process it names carries id and
+// proveStray opens a pidfd on pid and proves through it that the process it names carries one of ids and
 // runs as uid: the environment and the owner are read again after the open, and the pidfd found
 // still alive after the reads, so what was read is the pidfd's process, not a stranger that took
 // the PID after the scan. It returns nil when the proof fails.
-func proveStray(pid int, id string, uid int, bp *[]byte) *stray {
+func proveStray(pid int, ids []string, uid int, bp *[]byte) *stray {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
 		return nil
 	}
-	if !environCarries(pid, id, bp) || authority.CheckOwner(pid, uid) != nil || procid.KernelThread(pid) ||
+	if !environCarries(pid, ids, bp) || authority.CheckOwner(pid, uid) != nil || procid.KernelThread(pid) ||
 		unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
 		unix.Close(fd)
 		return nil

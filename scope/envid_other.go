@@ -12,7 +12,7 @@ import (
 // stray is never made here: no process's environment can be read.
 type stray struct{ pid int }
 
-func findStrays(string, int, func(int) bool) ([]*stray, error) {
+func findStrays([]string, int, func(int) bool) ([]*stray, error) {
 	return nil, fmt.Errorf("reading another process's environment on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 

@@ -51,3 +51,7 @@ func (c *Child) scopeEmpty() (bool, error) {
 	defer strays.Close()
 	return strays.Len() == 0, nil
 }
+
+// Containment names the kind of the child's scope as its ledger row does: "cgroup",
+// "process-group" or "job" (see [scope.Kind.Containment]).
+func (c *Child) Containment() string { return c.scope.Kind().Containment() }

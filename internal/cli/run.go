@@ -31,6 +31,8 @@ type runOptions struct {
 	verbose  bool
 	grantEnv string
 	grantTTL time.Duration
+	contain  string // --containment: "", "cgroup" or "process-group" (see containment.go)
+	quiet    bool
 	argv     []string
 }
 
@@ -85,7 +87,7 @@ func newRun(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:         "run",
 		Usage:        "Run a command as an owned child that dies with custody",
-		UsageText:    "custody run [--purpose P] [--grace D] [--keep] [--verbose] [--grant-env NAME [--grant-ttl D]] -- CMD [ARGS]",
+		UsageText:    "custody run [--purpose P] [--grace D] [--keep] [--verbose] [--quiet] [--containment cgroup|process-group] [--grant-env NAME [--grant-ttl D]] -- CMD [ARGS]",
 		Description:  runHelp,
 		StopOnNthArg: new(1), // flags after CMD belong to CMD
 		ArgValidator: needArgs("a command to run"),
@@ -99,6 +101,10 @@ func newRun(g *globals) *cli.Command {
 			&cli.BoolFlag{Name: "keep", Destination: &o.keep, Usage: "never let reap stop it after a crash"},
 			&cli.StringFlag{Name: "purpose", Value: "run", Destination: &o.purpose,
 				Usage: "what the child is for: serve, gateway, mcp-helper, …"},
+			&cli.StringFlag{Name: "containment", Destination: &o.contain,
+				Usage: "cgroup: refuse to start without one; process-group: never make one (default: $CUSTODY_CONTAINMENT, else the best there is)"},
+			&cli.BoolFlag{Name: "quiet", Destination: &o.quiet,
+				Usage: "do not say on stderr that the child fell back to a process group"},
 			&cli.BoolFlag{Name: "verbose", Destination: &o.verbose,
 				Usage: "say on stderr how the child ended and what was stopped after it"},
 		},
@@ -128,6 +134,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	tagEnv, err := o.tagName()
 	if err != nil {
+		return err
+	}
+	asked, err := askedContainment(o.contain)
+	if err != nil {
+		return err
+	}
+	if err := applyContainment(asked); err != nil {
 		return err
 	}
 	path, err := exec.LookPath(o.argv[0])
@@ -170,6 +183,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	tty.followStops(child)
+	warnFallback(o.stderr, asked, child.Containment(), o.quiet)
 	var granted <-chan struct{} // nil, never ready, without a grant
 	if g := child.EnvGrant(); g != nil {
 		granted = g.Done()

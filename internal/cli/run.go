@@ -157,6 +157,8 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	orphans := adoptOrphans() // before the child: its orphans come to custody from its first fork
+	defer orphans.close()
 	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
 		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "run")}}
 	defer owner.Supervisor.Close()
@@ -204,6 +206,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	tty.restore()
 	res := child.Stop(ctx, stop.Options{Grace: o.grace})
+	orphans.stop(o.grace)
 	if !res.OK() {
 		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's scope: %s: %s\n", res.Outcome, res.Reason)
 	}

@@ -1,0 +1,105 @@
+package cli_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/procid"
+)
+
+// strayTree is custody run's child on the process-group path: it starts seven descendants that
+// leave its group or its parentage in every usual way, each printing "p <pid>", and one that
+// both clears its environment and leaves the group ("esc <pid>"); then it prints "ready" and
+// waits on its stdin.
+const strayTree = `echo child $$
+setsid sleep 1001 & echo p $!
+(sleep 1002 & echo p $!)
+nohup sleep 1003 >/dev/null 2>&1 & echo p $!
+/usr/bin/python3 -c '
+import os, sys, time
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+print("p", os.getpid(), flush=True)
+os.close(1)
+time.sleep(1004)
+'
+setsid sh -c '(sleep 1005 & echo p $!); exec sleep 1006' & echo p $!
+/usr/bin/python3 -c 'import os, time; os.setpgid(0, 0); print("p", os.getpid(), flush=True); os.close(1); time.sleep(1007)' &
+env -i setsid sleep 1008 & echo esc $!
+echo ready
+exec cat`
+
+// TestStraysDie: as uid 65534 without a writable cgroup, on the process-group path, an
+// 8-process tree (the child, a setsid child, a double fork, a nohup'd child, a daemonising Python
+// script, a setsid shell and its double-forked child, a Python script in a group of its own)
+// dies with custody run's SIGKILL, and with custody stop: the group takes the child and what
+// stayed in it, the environment sweep the rest. A descendant that both clears its environment
+// and calls setsid escapes the SIGKILL, as documented; it is killed here by handle.
+func TestStraysDie(t *testing.T) {
+	testproc.RequireRoot(t)
+	for _, how := range []string{"owner SIGKILLed", "custody stop"} {
+		t.Run(strings.ReplaceAll(how, " ", "-"), func(t *testing.T) {
+			dir := t.TempDir()
+			led := filepath.Join(dir, "state", "l.json")
+			cmd := testproc.Helper(t, "custody", "--ledger", led, "run", "--", "sh", "-c", strayTree)
+			asNobody(t, cmd, dir)
+			cmd.Env = append(cmd.Env, "CUSTODY_CONTAINMENT=process-group")
+			p := testproc.Start(t, cmd)
+			var tree []procid.ID
+			var esc, child procid.ID
+			for len(tree) < 7 || child.PID == 0 || esc.PID == 0 { // the Python scripts print after "ready"
+				l := p.Line(30 * time.Second)
+				f := strings.Fields(l)
+				if len(f) != 2 || (f[0] != "p" && f[0] != "esc" && f[0] != "child") {
+					t.Logf("child: %s", l)
+					continue
+				}
+				id := readID(t, atoi(f[1]))
+				t.Cleanup(func() { killID(id) }) // a failed test must not leave it running
+				if f[0] == "esc" {
+					esc = id
+				} else if f[0] == "child" {
+					child = id
+				} else {
+					tree = append(tree, id)
+				}
+			}
+			tree = append(tree, child)
+			if len(tree) != 8 || esc.PID == 0 {
+				t.Fatalf("tree %v, escapee %v: want 8 and 1", tree, esc)
+			}
+			if how == "custody stop" {
+				awaitRow(t, led, fmt.Sprint(child.PID))
+				stop := testproc.Helper(t, "custody", "--ledger", led, "stop", "--grace", "1s", fmt.Sprint(child.PID))
+				asNobody(t, stop, t.TempDir())
+				if r := runCmd(t, stop); r.code != 0 || !strings.Contains(r.stdout, "exited") {
+					t.Errorf("custody stop %d as uid 65534: %+v", child.PID, r)
+				}
+			} else {
+				p.Process.Signal(unix.SIGKILL)
+			}
+			testproc.WaitFor(t, 20*time.Second, func() error {
+				for _, id := range tree {
+					if id.Verify() == nil {
+						return fmt.Errorf("%s: %v of the tree still runs", how, id)
+					}
+				}
+				return nil
+			})
+			if how == "owner SIGKILLed" {
+				if err := esc.Verify(); err != nil {
+					t.Errorf("the descendant that cleared its environment and left the group: %v; documented to escape", err)
+				}
+			}
+			p.Stdin().Close()
+			p.Wait()
+		})
+	}
+}

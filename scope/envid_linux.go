@@ -120,7 +120,7 @@ func proveStray(pid int, ids []string, uid int, bp *[]byte) *stray {
 	if err != nil {
 		return nil
 	}
-	if !environCarries(pid, ids, bp) || authority.CheckOwner(pid, uid) != nil || procid.KernelThread(pid) ||
+	if !environCarries(pid, ids, bp) || authority.CheckOwner(pid, uid) != nil ||
 		unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
 		unix.Close(fd)
 		return nil

@@ -71,9 +71,14 @@ func (e *envSweep) signal(sig unix.Signal, log *slog.Logger) {
 	}
 }
 
-// finish waits for the strays until deadline, then kills the survivors and waits a poll
-// interval more for them.
+// finish sends SIGTERM to the strays, waits for them until deadline, then kills the survivors
+// and waits up to strayKillWait more for them. It runs once the covered groups are empty (or were
+// killed at the deadline): the scan and the proofs then find only what left the groups, and do
+// not compete for the CPU with the groups' own exits, the common case, which a sweep run beside
+// them slowed by half (see BENCHMARKS.md). A stray's SIGTERM comes that much later, within the
+// grace all the same.
 func (e *envSweep) finish(deadline time.Time, log *slog.Logger) {
+	e.signal(unix.SIGTERM, log)
 	if e.strays == nil {
 		return
 	}

@@ -213,7 +213,6 @@ func (s *server) stop() {
 	s.firstLook = now.Add(pollInterval)
 	s.signalAll(unix.SIGTERM)
 	s.signalCgroups(unix.SIGTERM)
-	s.env.signal(unix.SIGTERM, s.log)
 }
 
 // sweepGroups polls the signalled groups until they are empty, and SIGKILLs survivors at the

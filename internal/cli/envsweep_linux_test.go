@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ time.sleep(1004)
 '
 setsid sh -c '(sleep 1005 & echo p $!); exec sleep 1006' & echo p $!
 /usr/bin/python3 -c 'import os, time; os.setpgid(0, 0); print("p", os.getpid(), flush=True); os.close(1); time.sleep(1007)' &
-env -i setsid sleep 1008 & echo esc $!
+env -i setsid sleep 1008 </dev/null >/dev/null 2>&1 & echo esc $!
 echo ready
 exec cat`
 
@@ -75,6 +76,16 @@ func TestStraysDie(t *testing.T) {
 			if len(tree) != 8 || esc.PID == 0 {
 				t.Fatalf("tree %v, escapee %v: want 8 and 1", tree, esc)
 			}
+			// "esc" is printed at the fork: until env has exec'd sleep with a cleared environment, the
+			// escapee still carries the id (and a sweep then rightly finds it).
+			testproc.WaitFor(t, 10*time.Second, func() error {
+				comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", esc.PID))
+				env, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/environ", esc.PID))
+				if err != nil || err2 != nil || string(comm) != "sleep\n" || len(env) != 0 {
+					return fmt.Errorf("escapee %v: not yet sleep with an empty environment: %q %q %v %v", esc, comm, env, err, err2)
+				}
+				return nil
+			})
 			if how == "custody stop" {
 				awaitRow(t, led, fmt.Sprint(child.PID))
 				stop := testproc.Helper(t, "custody", "--ledger", led, "stop", "--grace", "1s", fmt.Sprint(child.PID))

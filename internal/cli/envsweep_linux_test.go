@@ -27,12 +27,12 @@ import os, sys, time
 if os.fork(): os._exit(0)
 os.setsid()
 if os.fork(): os._exit(0)
-print("p", os.getpid(), flush=True)
+sys.stdout.write("p %d\n" % os.getpid()); sys.stdout.flush()
 os.close(1)
 time.sleep(1004)
 '
 setsid sh -c '(sleep 1005 & echo p $!); exec sleep 1006' & echo p $!
-/usr/bin/python3 -c 'import os, time; os.setpgid(0, 0); print("p", os.getpid(), flush=True); os.close(1); time.sleep(1007)' &
+/usr/bin/python3 -c 'import os, sys, time; os.setpgid(0, 0); sys.stdout.write("p %d\n" % os.getpid()); sys.stdout.flush(); os.close(1); time.sleep(1007)' &
 env -i setsid sleep 1008 </dev/null >/dev/null 2>&1 & echo esc $!
 echo ready
 exec cat`

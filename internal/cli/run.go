@@ -39,7 +39,10 @@ type runOptions struct {
 const runHelp = `Start CMD as an owned child in a scope of its own, stamp the spawn tag, record it in the
 ledger and cover it with the owner-death supervisor. On Linux the scope is a cgroup v2 the child is
 born into, wherever a writable cgroup2 subtree exists (as root, or in a cgroup delegated to you);
-otherwise, and on macOS, it is a process group ('custody doctor' says which, and why). SIGINT,
+otherwise, and on macOS, it is a process group ('custody doctor' says which, why, and how to get a
+cgroup), and custody says so once on stderr (--quiet silences it). --containment cgroup (or
+CUSTODY_CONTAINMENT=cgroup) refuses to start without a cgroup instead (exit status 1);
+--containment process-group (or CUSTODY_CONTAINMENT=process-group) never makes one. SIGINT,
 SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to custody are forwarded to the child's scope,
 and SIGWINCH too when custody is not the terminal's foreground (in a terminal the child's group
 is, and the terminal tells it). When the child exits, whatever is left of its scope is stopped
@@ -67,7 +70,14 @@ the terminal's foreground group while it runs, so an interactive child (a shell,
 the terminal, and ^C reaches it directly; custody takes the terminal back after. On Linux, ^Z
 stops the child and then custody, as the shell expects of its job, and fg continues both. In a
 cgroup nothing the child starts can leave its scope; in a process group, a descendant that calls
-setsid or setpgid leaves it and is not covered.
+setsid or setpgid leaves the group, and is still stopped with it, by custody's death, stop and
+reap, through the scope id in its environment ($CUSTODY_SCOPE), unless it also execs with a cleared
+environment.
+
+On Linux custody run is a child subreaper: orphans of the child's tree are re-parented to it while
+it runs, reaped, and stopped with what is left of the scope when the child exits. As PID 1 of a
+PID namespace (a container's init) it reaps every orphan, passes the signals above to the child's
+scope as tini does, and exits with the child's status.
 
 On Windows the scope is a job object that dies with custody, and the console's ^C reaches the
 child directly (it shares custody's console process group); there are no signals to forward.

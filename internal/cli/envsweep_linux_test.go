@@ -114,3 +114,61 @@ func TestStraysDie(t *testing.T) {
 		})
 	}
 }
+
+// TestFallbackSaid: as uid 65534 without a writable cgroup, custody run says once on stderr that
+// it fell back to a process group and why, unless --quiet or process groups were asked for;
+// --containment cgroup (or $CUSTODY_CONTAINMENT=cgroup) refuses to start, says what would give a
+// cgroup, and leaves the ledger as it was (not even created); a --containment of another value
+// is bad input.
+func TestFallbackSaid(t *testing.T) {
+	testproc.RequireRoot(t)
+	dir := t.TempDir()
+	led := filepath.Join(dir, "state", "l.json")
+	run := func(env string, args ...string) result {
+		cmd := testproc.Helper(t, "custody", append([]string{"--ledger", led}, args...)...)
+		asNobody(t, cmd, dir)
+		if env != "" {
+			cmd.Env = append(cmd.Env, env)
+		}
+		return runCmd(t, cmd)
+	}
+	const fell = "custody: warning: run: fell back to a process group: "
+	if r := run("", "run", "--", "true"); r.code != 0 || strings.Count(r.stderr, fell) != 1 || !strings.Contains(r.stderr, "not writable") {
+		t.Errorf("run: %+v; want one warning saying why", r)
+	}
+	for _, c := range []struct {
+		env  string
+		args []string
+	}{
+		{"", []string{"run", "--quiet", "--", "true"}},
+		{"CUSTODY_CONTAINMENT=process-group", []string{"run", "--", "true"}},
+		{"", []string{"run", "--containment", "process-group", "--", "true"}},
+	} {
+		if r := run(c.env, c.args...); r.code != 0 || r.stderr != "" {
+			t.Errorf("%s %v: %+v; want nothing on stderr", c.env, c.args, r)
+		}
+	}
+	if err := os.Remove(led); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"", "CUSTODY_CONTAINMENT=cgroup"} {
+		args := []string{"run", "--", "touch", filepath.Join(dir, "ran")}
+		if env == "" {
+			args = append([]string{"run", "--containment", "cgroup"}, args[1:]...)
+		}
+		r := run(env, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "custody: error: run: containment cgroup asked for: ") ||
+			!strings.Contains(r.stderr, "custody: hint: a cgroup comes with one of: running as root; ") {
+			t.Errorf("%s %v: %+v; want a refusal with the recipe", env, args, r)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+			t.Errorf("%s %v: the child ran", env, args)
+		}
+		if _, err := os.Stat(led); !os.IsNotExist(err) {
+			t.Errorf("%s %v: the ledger was written (%v)", env, args, err)
+		}
+	}
+	if r := run("", "run", "--containment", "job", "--", "true"); r.code != 2 || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("--containment job: %+v; want a one-line usage error", r)
+	}
+}

@@ -15,7 +15,6 @@ package scope
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -58,19 +57,29 @@ func findStrays(ids []string, uid int, held func(pid int) bool) ([]*stray, error
 		if err != nil || pid <= 1 || pid == os.Getpid() || held(pid) {
 			continue
 		}
-		if !ownedBy(pid, uid) || !environCarries(pid, ids, bp) {
+		if !ownedBy(pid, uid) {
+			continue
+		}
+		// The pidfd is opened before the environment is read, so that one read serves for the
+		// match and the proof (see proveStray): the read costs the kernel a walk of the other
+		// process's memory, a pidfd_open and a close much less.
+		fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+		if err != nil {
+			continue
+		}
+		if !environCarries(pid, ids, bp) {
+			unix.Close(fd)
 			continue
 		}
 		if guard == nil {
 			g := authority.NewGuard()
 			guard = &g
 		}
-		if guard.Refuse(pid) != nil {
+		if guard.Refuse(pid) != nil || !strayProven(fd, pid, uid) {
+			unix.Close(fd)
 			continue
 		}
-		if s := proveStray(pid, ids, uid, bp); s != nil {
-			found = append(found, s)
-		}
+		found = append(found, &stray{pid: pid, fd: fd})
 	}
 	return found, nil
 }
@@ -89,43 +98,38 @@ func environCarries(pid int, ids []string, bp *[]byte) bool {
 	return err == nil && carries(b, ids)
 }
 
-// readEnviron appends pid's environment block to b.
+// readEnviron appends pid's environment block to b. It reads through the raw descriptor, not an
+// os.File: a sweep reads one block per process of the user, and os.Open of a /proc file costs
+// syscalls of its own (the poller's registration, refused for it) on each.
 func readEnviron(pid int, b []byte) ([]byte, error) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/environ", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return b, err
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
 		}
 		if err != nil {
 			return b, err
 		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
 	}
 }
 
-// proveStray opens a pidfd on pid and proves through it that the process it names carries one of ids and
-// runs as uid: the environment and the owner are read again after the open, and the pidfd found
-// still alive after the reads, so what was read is the pidfd's process, not a stranger that took
-// the PID after the scan. It returns nil when the proof fails.
-func proveStray(pid int, ids []string, uid int, bp *[]byte) *stray {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		return nil
-	}
-	if !environCarries(pid, ids, bp) || authority.CheckOwner(pid, uid) != nil ||
-		unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
-		unix.Close(fd)
-		return nil
-	}
-	return &stray{pid: pid, fd: fd}
+// strayProven reports whether the process fd names is the one whose environment was read after fd was
+// opened, and runs as uid (real, effective and saved uids): the pidfd is still alive after the
+// reads, so the PID named it throughout, not a stranger that took the PID after the scan.
+func strayProven(fd, pid, uid int) bool {
+	return authority.CheckOwner(pid, uid) == nil && unix.PidfdSendSignal(fd, 0, nil, 0) == nil
 }
 
 // signal sends sig through the pidfd; an error wrapping procid.ErrGone once it has exited.

@@ -2,7 +2,6 @@ package scope_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -68,31 +67,58 @@ func TestFindStrays(t *testing.T) {
 	}
 }
 
-// BenchmarkFindStrays is one sweep over 1,000 processes of the caller's user besides the
-// machine's own: carriers=0 reads every environment block and proves nothing; carriers=1000
-// proves and holds each of them with a pidfd.
+// BenchmarkFindStrays is one sweep with 1,000 processes of the caller's user carrying a scope id,
+// besides the machine's own: carriers=0 sweeps for another id, which reads every environment
+// block and proves nothing; carriers=1000 proves and holds each of them with a pidfd. The floor,
+// in the same run, is the scan without the environments: /proc's names and a stat of each
+// process's directory.
 func BenchmarkFindStrays(b *testing.B) {
 	id := scope.NewEnvID()
-	for _, carriers := range []int{0, 1000} {
-		b.Run(fmt.Sprintf("procs=1000/carriers=%d", carriers), func(b *testing.B) {
-			env := append(os.Environ(), scope.EnvScopeID+"="+scope.NewEnvID())
-			for i := range 1000 {
-				e := env
-				if i < carriers {
-					e = append(env[:len(env):len(env)], scope.EnvScopeID+"="+id)
-				}
-				startCarrier(b, e, nil)
-			}
+	env := append(os.Environ(), scope.EnvScopeID+"="+id)
+	for range 1000 {
+		startCarrier(b, env, nil)
+	}
+	b.Run("procs=1000/floor=readdir+stat", func(b *testing.B) {
+		for b.Loop() {
+			procStat(b)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		id   string
+		want int
+	}{{"carriers=0", scope.NewEnvID(), 0}, {"carriers=1000", id, 1000}} {
+		b.Run("procs=1000/"+c.name, func(b *testing.B) {
 			for b.Loop() {
-				s, err := scope.FindStrays([]string{id}, os.Getuid())
+				s, err := scope.FindStrays([]string{c.id}, os.Getuid())
 				if err != nil {
 					b.Fatal(err)
 				}
-				if n := s.Len(); n != carriers {
-					b.Fatalf("found %d, want %d", n, carriers)
+				if n := s.Len(); n != c.want {
+					b.Fatalf("found %d, want %d", n, c.want)
 				}
 				s.Close()
 			}
 		})
+	}
+}
+
+// procStat lists /proc and stats each process's directory, as a sweep's scan does before it
+// reads any environment.
+func procStat(b *testing.B) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st syscall.Stat_t
+	for _, n := range names {
+		if n[0] >= '0' && n[0] <= '9' {
+			syscall.Stat("/proc/"+n, &st)
+		}
 	}
 }

@@ -332,9 +332,10 @@ func (w *Swept) also(err error, sig os.Signal) error {
 	if w.strays == nil {
 		return err
 	}
+	held := w.strays.Len() // before the signal, which may end them at once
 	serr := w.strays.Signal(sig)
 	switch {
-	case w.strays.Len() == 0:
+	case held == 0:
 		return err
 	case errors.Is(err, procid.ErrGone):
 		return serr

@@ -90,6 +90,10 @@ func encodeRow(r Row) ([]byte, error) {
 	if b, ok = appendStringOmit(b, `,"scope_id":`, r.ScopeID); !ok {
 		return json.Marshal(r)
 	}
+	if r.CallerPID != nil {
+		b = appendIntPtr(b, `,"caller_pid":`, r.CallerPID)
+	}
+	b = appendUintOmit(b, `,"caller_start_ticks":`, r.CallerStartTicks)
 	return append(b, '}'), nil
 }
 

@@ -34,6 +34,8 @@ const (
 	fieldCgroup
 	fieldCgroupID
 	fieldScopeID
+	fieldCallerPID
+	fieldCallerStartTicks
 )
 
 // fieldOf names the field key is the JSON name of: one comparison of the name per field of a row
@@ -104,6 +106,10 @@ func custodyFieldOf(key []byte) field {
 		return fieldCgroupID
 	case "scope_id":
 		return fieldScopeID
+	case "caller_pid":
+		return fieldCallerPID
+	case "caller_start_ticks":
+		return fieldCallerStartTicks
 	}
 	return fieldUnknown
 }

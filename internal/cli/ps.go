@@ -34,8 +34,10 @@ listed (the ledger is the user's own); --install ID lists only the rows of one i
 12-hex-digit id in the INSTALL column, which hashes the directory the spawning program ran from.
 
 Columns: PID, STATE, AGE (since the process started), OWNER (the PID of the owner whose supervisor
-covers it), SPAWNER and SPAWNER_STATE, CONTAINMENT, PURPOSE, INSTALL, and ARGV (quoted; a trailing
-… marks a cut). Other programs write rows too: a field holding a space, a quote, a control
+covers it), CALLER (the process that owner serves, whose end ends the child: custody run's and
+adopt's caller, or the process --owner named; - for --owner self and for a program that owns its
+children itself), SPAWNER and SPAWNER_STATE, CONTAINMENT, PURPOSE, INSTALL, and ARGV (quoted; a
+trailing … marks a cut). Other programs write rows too: a field holding a space, a quote, a control
 character or a terminal escape is shown quoted, with such characters escaped (\t, \n, \x1b), so
 that it can neither split a row nor reach the terminal. An empty field shows as -.
 
@@ -172,11 +174,11 @@ func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
 	bw := bufio.NewWriterSize(w, 64<<10) // tabwriter writes cell by cell: one syscall each
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	// One word per header, so that awk and cut see as many header fields as row fields.
-	fmt.Fprintln(tw, "PID\tSTATE\tAGE\tOWNER\tSPAWNER\tSPAWNER_STATE\tCONTAINMENT\tPURPOSE\tINSTALL\tARGV")
+	fmt.Fprintln(tw, "PID\tSTATE\tAGE\tOWNER\tCALLER\tSPAWNER\tSPAWNER_STATE\tCONTAINMENT\tPURPOSE\tINSTALL\tARGV")
 	for _, n := range nest(entries) {
 		e := n.e
-		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID,
-			e.State, age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.SpawnerPID), e.SpawnerState,
+		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID,
+			e.State, age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.CallerPID), pidOrDash(e.SpawnerPID), e.SpawnerState,
 			cell(containment(*e.Row)), cell(e.Purpose), cell(e.Install), argvCell(e.Argv))
 	}
 	if err := tw.Flush(); err != nil {

@@ -325,24 +325,26 @@ func (w *Swept) Signal(sig os.Signal) error {
 	return w.also(err, sig)
 }
 
-// also sends sig to the strays after the scope answered err, and combines the two: the scope's
-// error stands unless it was "gone" and strays were signalled.
+// also sends sig to the strays after the scope answered err, and combines the two. A refusal of
+// the scope (no authority, permission denied) signals nothing more: the stop's outcome will say
+// that nothing was signalled, or that the OS refused, and a stray signalled meanwhile would make
+// it claim less than happened. A scope that is gone gives way to the strays: their signal's error,
+// nil when they all took it; the scope's gone when there were none.
 func (w *Swept) also(err error, sig os.Signal) error {
+	if err != nil && !errors.Is(err, procid.ErrGone) {
+		return err
+	}
 	w.find()
 	if w.strays == nil {
 		return err
 	}
 	held := w.strays.Len() // before the signal, which may end them at once
 	serr := w.strays.Signal(sig)
-	switch {
-	case held == 0:
+	if err == nil || held == 0 {
+		// A stray that refused stays held: the wait after it sees it live, and the stop says so.
 		return err
-	case errors.Is(err, procid.ErrGone):
-		return serr
-	case err == nil:
-		return serr
 	}
-	return err
+	return serr
 }
 
 // Wait waits for the scope to empty and every stray to exit.

@@ -2,6 +2,7 @@ package scope_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 )
 
@@ -48,6 +50,11 @@ func TestFindStrays(t *testing.T) {
 			t.Errorf("uid %d: strays %v, want [%d]", c.uid, got, c.want)
 		}
 		s.Close()
+	}
+	// A sweep whose group is gone and whose id nobody carries has nothing to signal: gone, as a
+	// stop of it is already-exited.
+	if err := scope.Sweep(nil, scope.NewEnvID(), 0).Signal(syscall.SIGKILL); !errors.Is(err, procid.ErrGone) {
+		t.Fatalf("a sweep with nothing to find: %v; want procid.ErrGone", err)
 	}
 	w := scope.Sweep(nil, id, 0)
 	defer w.Close()

@@ -1,17 +1,24 @@
 package cli_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/internal/testproc"
+	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 )
 
 // strayTree is custody run's child on the process-group path: it starts seven descendants that
@@ -170,5 +177,85 @@ func TestFallbackSaid(t *testing.T) {
 	}
 	if r := run("", "run", "--containment", "job", "--", "true"); r.code != 2 || strings.Count(r.stderr, "\n") != 1 {
 		t.Errorf("--containment job: %+v; want a one-line usage error", r)
+	}
+}
+
+// TestReapStrays: a process-group row whose process and group are gone, whose spawner is dead,
+// and whose scope id a descendant still carries (it left the group; its owner and supervisor died
+// together): custody reap stops that descendant through its pidfd and drops the row. The same row
+// with its spawner alive is simply gone: its owner covers what is left.
+func TestReapStrays(t *testing.T) {
+	for _, spawnerAlive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("spawner-alive=%v", spawnerAlive), func(t *testing.T) {
+			led := ledgerPath(t)
+			id := scope.NewEnvID()
+			stray := exec.Command("sleep", "1000")
+			stray.Env = []string{scope.EnvScopeID + "=" + id}
+			stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := stray.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { stray.Process.Kill(); stray.Wait() })
+			spawner := exec.Command("sleep", "1000")
+			leader := exec.Command("true")
+			leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			for _, c := range []*exec.Cmd{spawner, leader} {
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Cleanup(func() { spawner.Process.Kill(); spawner.Wait() })
+			incS, err1 := procid.Read(spawner.Process.Pid)
+			incL, err2 := procid.ReadChild(leader.Process.Pid)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			leader.Wait()
+			if !spawnerAlive {
+				spawner.Process.Kill()
+				spawner.Wait()
+			}
+			row := ledger.NewRow(incL, incS)
+			row.Purpose, row.Scope, row.PGID, row.Reapable, row.ScopeID = "serve", "pgrp", &incL.PID, &[]bool{true}[0], id
+			if _, err := ledger.Open(led).Add(context.Background(), row); err != nil {
+				t.Fatal(err)
+			}
+			r := runCLI(t, "--ledger", led, "reap", "--grace", "1s", "--json")
+			var all []struct {
+				PID            int
+				Action, Reason string
+				Cgroup         string
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &all); err != nil || r.code != 0 {
+				t.Fatalf("reap: %+v (%v)", r, err)
+			}
+			ds := slices.DeleteFunc(all, func(d struct {
+				PID            int
+				Action, Reason string
+				Cgroup         string
+			}) bool {
+				return d.PID != incL.PID || d.Cgroup != "" // other owners' leftover cgroups are decided too
+			})
+			if len(ds) != 1 {
+				t.Fatalf("reap: %s; want one decision for pid %d", r.stdout, incL.PID)
+			}
+			alive := stray.Process.Signal(syscall.Signal(0)) == nil
+			if spawnerAlive {
+				if ds[0].Action != "gone" || !alive {
+					t.Errorf("spawner alive: %+v, stray alive %v; want the row gone and the stray left", ds[0], alive)
+				}
+				return
+			}
+			var ws *os.ProcessState
+			if ds[0].Action == "reap" {
+				ws, _ = stray.Process.Wait()
+			}
+			if ds[0].Action != "reap" || ws == nil || ws.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+				t.Errorf("spawner dead: %+v, stray %v; want it reaped by its SIGTERM", ds[0], ws)
+			}
+			if r := runCLI(t, "--ledger", led, "ps", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+				t.Errorf("rows left: %s", r.stdout)
+			}
+		})
 	}
 }

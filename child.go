@@ -67,7 +67,7 @@ func (c *Child) settle() {
 	if c.users > 0 || c.released {
 		return
 	}
-	if empty, err := c.scopeEmpty(); err == nil && empty {
+	if empty, err := c.scope.Empty(); err == nil && empty {
 		c.releaseLocked(context.Background())
 	}
 }

@@ -153,6 +153,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	// Where no process can be identified (the BSDs), nothing can be owned: say that, first.
+	if err := procid.Supported(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	asked, err := askedContainment(o.contain)
 	if err != nil {
 		return err

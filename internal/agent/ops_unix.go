@@ -22,14 +22,24 @@ type pidRequest struct {
 	PID *int `json:"pid"`
 }
 
+// fields decodes req's fields into a T, or answers req with why they do not decode and reports
+// false: the first step of every request that takes fields.
+func fields[T any](s *server, req request) (T, bool) {
+	var r T
+	e := req.decode(&r)
+	if e != nil {
+		s.fail(req.id, e)
+	}
+	return r, e == nil
+}
+
 // child decodes a request's pid and returns the child it names.
 func (s *server) child(req request, f *frame) (*held, bool) {
 	if !s.noFDs(req, f) {
 		return nil, false
 	}
-	var r pidRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
+	r, ok := fields[pidRequest](s, req)
+	if !ok {
 		return nil, false
 	}
 	if r.PID == nil {
@@ -54,9 +64,8 @@ func (s *server) signal(req request, f *frame) {
 	if !ok {
 		return
 	}
-	var r signalRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
+	r, ok := fields[signalRequest](s, req)
+	if !ok {
 		return
 	}
 	sig, e := parseSignal(r.Signal)
@@ -148,9 +157,8 @@ func (s *server) stop(req request, f *frame) {
 	if !ok {
 		return
 	}
-	var r stopRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
+	r, ok := fields[stopRequest](s, req)
+	if !ok {
 		return
 	}
 	grace, e := graceOf(r.Grace, h.grace)
@@ -204,9 +212,8 @@ func (s *server) grant(req request, f *frame) {
 	if !ok {
 		return
 	}
-	var r grantRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
+	r, ok := fields[grantRequest](s, req)
+	if !ok {
 		return
 	}
 	var ttl time.Duration
@@ -261,9 +268,8 @@ func (s *server) adopt(req request, f *frame) {
 	if !s.noFDs(req, f) {
 		return
 	}
-	var r adoptRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
+	r, ok := fields[adoptRequest](s, req)
+	if !ok {
 		return
 	}
 	if r.Grant == nil {

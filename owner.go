@@ -351,6 +351,7 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	row.Containment = d.Kind.Containment()
 	if d.Cgroup != "" {
 		row.Cgroup, row.CgroupID = d.Cgroup, ptr(d.CgroupID)
+		row.CgroupVia = scope.CgroupVia()
 	}
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation

@@ -33,6 +33,7 @@ const (
 	fieldContainment
 	fieldCgroup
 	fieldCgroupID
+	fieldCgroupVia
 	fieldCallerPID
 	fieldCallerStartTicks
 )
@@ -103,6 +104,8 @@ func custodyFieldOf(key []byte) field {
 		return fieldCgroup
 	case "cgroup_id":
 		return fieldCgroupID
+	case "cgroup_via":
+		return fieldCgroupVia
 	case "caller_pid":
 		return fieldCallerPID
 	case "caller_start_ticks":

@@ -44,6 +44,7 @@ type Row struct {
 	Containment       string  `json:"containment,omitempty"`         // "cgroup", "process-group" or "job"
 	Cgroup            string  `json:"cgroup,omitempty"`              // a cgroup scope's hierarchy path
 	CgroupID          *uint64 `json:"cgroup_id,omitempty"`           // its inode number (the kernel's cgroup id)
+	CgroupVia         string  `json:"cgroup_via,omitempty"`          // how the cgroup was had: "systemd-scope", "systemd-service", or "" (custody's own subtree)
 	CallerPID         *int    `json:"caller_pid,omitempty"`          // the process the owner serves: its end ends the child
 	CallerStartTicks  *uint64 `json:"caller_start_ticks,omitempty"`  // its exact start, as start_ticks
 
@@ -291,6 +292,8 @@ func (r *Row) decodeCustodyField(f field, v []byte, vals *values) {
 		r.Cgroup, _ = jsonscan.String(v)
 	case fieldCgroupID:
 		r.CgroupID = uintPtr(v, vals)
+	case fieldCgroupVia:
+		r.CgroupVia, _ = jsonscan.String(v)
 	case fieldCallerPID:
 		r.CallerPID = intPtr(v, vals)
 	case fieldCallerStartTicks:

@@ -57,7 +57,7 @@ func (o *owner) hierarchyLocked() (hierarchy, error) {
 // cgroup is not usable as it is. With dry it asks for nothing, and reports whether a start would
 // (custody doctor asks without moving itself).
 func (o *owner) delegateLocked(h hierarchy, dry bool) (_ hierarchy, wouldAsk bool, _ error) {
-	why := undelegated(h)
+	unit, why := undelegated(h)
 	if why == nil {
 		return h, false, nil
 	}
@@ -65,9 +65,21 @@ func (o *owner) delegateLocked(h hierarchy, dry bool) (_ hierarchy, wouldAsk boo
 	defer cancel()
 	c, err := sdunit.Dial(ctx)
 	if err != nil {
+		if unit != "" && !sdBooted() {
+			// Named like a unit, writable, and no systemd anywhere to ask or to confuse: a
+			// cgroup some other manager (or a test) made, and custody's to write.
+			return h, false, nil
+		}
 		return h, false, fmt.Errorf("%v, and %w", why, err)
 	}
 	defer c.Close()
+	if unit != "" {
+		// systemd 252's user manager marks no delegated unit with user.delegate: its word is
+		// the manager's Delegate property. A unit it does not know is not its to delegate.
+		if d, err := c.Delegated(ctx, filepath.Base(unit)); err == nil && d {
+			return h, false, nil
+		}
+	}
 	if !ownedByUser(h.dir(h.own)) {
 		return h, false, fmt.Errorf("%w: %v, and the user manager cannot move this process out of it", ErrNeedsService, why)
 	}
@@ -78,34 +90,40 @@ func (o *owner) delegateLocked(h hierarchy, dry bool) (_ hierarchy, wouldAsk boo
 	if err != nil {
 		return h, false, err
 	}
-	unit := fmt.Sprintf("custody-%d-%d.scope", me.PID, me.Start)
-	if err := c.StartScope(ctx, unit, me.PID); err != nil {
+	name := fmt.Sprintf("custody-%d-%d.scope", me.PID, me.Start)
+	if err := c.StartScope(ctx, name, me.PID); err != nil {
 		return h, false, fmt.Errorf("%v, and the user manager gave no delegated scope: %w", why, err)
 	}
 	nh, err := readHierarchy()
 	if err != nil {
 		return h, false, err
 	}
-	if filepath.Base(nh.own) != unit || undelegated(nh) != nil {
-		return h, false, fmt.Errorf("the user manager started %s, but this process is in %s, not delegated", unit, nh.own)
+	if d, err := c.Delegated(ctx, name); filepath.Base(nh.own) != name || err != nil || !d {
+		return h, false, fmt.Errorf("the user manager started %s with Delegate=yes, but this process is in %s (delegated: %v, %v)", name, nh.own, d, err)
 	}
-	o.sd = sdScope{unit: unit, h: nh}
+	o.sd = sdScope{unit: name, h: nh}
 	return nh, false, nil
 }
 
-// undelegated says why custody must not make cgroups below the caller's own: it is not
-// writable, or it is a systemd unit's (or below one) without a delegation mark. nil when it
-// may.
-func undelegated(h hierarchy) error {
+// undelegated says why custody must not make cgroups below the caller's own as it is: it is not
+// writable, or it is below a systemd unit's cgroup (unit, a hierarchy path) that carries no
+// delegation mark. nil when it may.
+func undelegated(h hierarchy) (unit string, why error) {
 	dir := h.dir(h.own)
 	if err := unix.Faccessat(unix.AT_FDCWD, dir, unix.W_OK, unix.AT_EACCESS); err != nil {
-		return fmt.Errorf("own cgroup %s is not writable: %w", dir, err)
+		return "", fmt.Errorf("own cgroup %s is not writable: %w", dir, err)
 	}
 	unit, ok := unitOf(h.own)
 	if !ok || delegated(h.dir(unit)) {
-		return nil
+		return "", nil
 	}
-	return fmt.Errorf("own cgroup %s is systemd unit %s's, which is not delegated (no user.delegate or trusted.delegate)", dir, filepath.Base(unit))
+	return unit, fmt.Errorf("own cgroup %s is systemd unit %s's, which is not marked delegated (user.delegate, trusted.delegate)", dir, filepath.Base(unit))
+}
+
+// sdBooted reports whether systemd runs this system (sd_booted(3): /run/systemd/system exists).
+func sdBooted() bool {
+	_, err := os.Lstat("/run/systemd/system")
+	return err == nil
 }
 
 // unitOf returns the hierarchy path of the innermost systemd unit that holds processes (a
@@ -140,7 +158,8 @@ func ownedByUser(dir string) bool {
 // cgroupVia names how this process's cgroups were had, where not in a subtree it could write
 // itself: "systemd-scope" or "systemd-service" when they are inside a unit custody asked the
 // user manager for (this process's own, or one an outer owner asked for: an agent in a service,
-// or an owner nested in either), else "".
+// or an owner nested in either), else "". It is a description, read from the unit's name
+// (custody-*.scope, custody-*.service), and licenses nothing.
 func cgroupVia() string {
 	self.mu.Lock()
 	h, err := self.hierarchyLocked()
@@ -149,10 +168,10 @@ func cgroupVia() string {
 		return ""
 	}
 	unit, ok := unitOf(h.own)
-	if !ok || !strings.HasPrefix(filepath.Base(unit), "custody-") || !delegated(h.dir(unit)) {
+	switch name := filepath.Base(unit); {
+	case !ok || !strings.HasPrefix(name, "custody-"):
 		return ""
-	}
-	if strings.HasSuffix(unit, ".service") {
+	case strings.HasSuffix(name, ".service"):
 		return sdunit.ViaService
 	}
 	return sdunit.ViaScope
@@ -171,16 +190,17 @@ func delegation() (string, error) {
 	if h.own == "/" {
 		return "", errors.New("own cgroup is the hierarchy's root: custody makes its cgroups below /custody")
 	}
-	why := undelegated(h)
-	if why == nil {
-		return "", fmt.Errorf("own cgroup %s is writable, and no systemd unit's that is not delegated", h.dir(h.own))
-	}
-	_, asks, err := self.delegateLocked(h, true)
+	_, why := undelegated(h)
+	nh, asks, err := self.delegateLocked(h, true)
 	switch {
 	case asks:
 		return sdunit.ViaScope, why
 	case errors.Is(err, ErrNeedsService):
 		return sdunit.ViaService, err
+	case err == nil && why != nil:
+		return "", fmt.Errorf("%v, but the user manager says it is delegated", why)
+	case err == nil:
+		return "", fmt.Errorf("own cgroup %s is writable, and no undelegated systemd unit's", nh.dir(nh.own))
 	}
 	return "", err
 }

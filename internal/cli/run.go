@@ -155,6 +155,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		return statusError{126}
 	}
+	if needsService() { // an SSH session's cgroup: only a systemd service can hold delegated cgroups
+		return runInService(ctx, o, path, served)
+	}
 	l, err := o.open()
 	if err != nil {
 		return err

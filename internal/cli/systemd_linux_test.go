@@ -123,6 +123,15 @@ func (m *userManager) delegated(t *testing.T, unit string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// noUnits returns an error while the user manager has any custody unit loaded.
+func (m *userManager) noUnits(t *testing.T) error {
+	out, err := m.command(t, "exec", "systemctl", "--user", "list-units", "--all", "--no-legend", "custody-*").CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		return fmt.Errorf("units left in the user manager: %s (%v)", out, err)
+	}
+	return nil
+}
+
 // sdTree is the shell tree of the systemd tests: the child, a descendant that left its session
 // (setsid), and one that was double-forked (its parent exited, so it was re-parented).
 const sdTree = `echo child $$; setsid sh -c 'echo escaped $$; exec sleep 1000' & ` +
@@ -138,15 +147,7 @@ func TestSystemdScope(t *testing.T) {
 	led := filepath.Join(m.dir, "state", "l.json")
 	p := testproc.Start(t, m.asUser(t, "custody", "--ledger", led, "run", "--", "sh", "-c", sdTree))
 	child := p.Expect("child ", 20*time.Second)[0]
-	var tree []procid.ID
-	for _, name := range []string{"escaped ", "double "} {
-		inc, err := procid.Read(atoi(p.Expect(name, 10*time.Second)[0]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { killID(inc.ID) }) // a failed test must not leave it running
-		tree = append(tree, inc.ID)
-	}
+	tree := descendants(t, p)
 	cg, err := os.ReadFile("/proc/" + child + "/cgroup")
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +161,9 @@ func TestSystemdScope(t *testing.T) {
 		t.Errorf("the user manager says %s's Delegate is %q; want true", unit, got)
 	}
 	awaitRow(t, led, child)
+	if m.noUnits(t) == nil {
+		t.Errorf("the user manager lists no custody unit while custody run's child runs")
+	}
 	if b, err := os.ReadFile(led); err != nil || !strings.Contains(string(b), `"cgroup_via":"systemd-scope"`) {
 		t.Errorf("the child's row: %s (%v); want cgroup_via systemd-scope", b, err)
 	}
@@ -175,7 +179,7 @@ func TestSystemdScope(t *testing.T) {
 		if _, err := os.Stat(unitDir); err == nil {
 			return fmt.Errorf("the unit's cgroup %s is still there", unitDir)
 		}
-		return nil
+		return m.noUnits(t)
 	})
 }
 
@@ -196,6 +200,27 @@ func killOwner(t *testing.T, child string) {
 	}
 }
 
+// descendants reads the "escaped PID" and "double PID" lines of sdTree, in either order, and
+// returns the two descendants, killed when the test ends if still alive.
+func descendants(t *testing.T, p *testproc.Proc) []procid.ID {
+	t.Helper()
+	var tree []procid.ID
+	for len(tree) < 2 {
+		line := p.Line(10 * time.Second)
+		name, pid, _ := strings.Cut(line, " ")
+		if name != "escaped" && name != "double" {
+			t.Fatalf("line %q; want escaped PID or double PID", line)
+		}
+		inc, err := procid.Read(atoi(pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { killID(inc.ID) }) // a failed test must not leave it running
+		tree = append(tree, inc.ID)
+	}
+	return tree
+}
+
 // cgroup2Of returns where the cgroup2 hierarchy that holds this process is mounted.
 func cgroup2Of(t *testing.T) string {
 	t.Helper()
@@ -207,4 +232,77 @@ func cgroup2Of(t *testing.T) string {
 	}
 	t.Fatal("no cgroup2 mount")
 	return ""
+}
+
+// TestSystemdService: a user whose own cgroup is root's (as an SSH session's session-N.scope),
+// which the user manager cannot move a process out of, gets its child started by custody agent
+// in a transient service with Delegate=yes, born in a cgroup below it; Delegate reads back true
+// over D-Bus; the setsid and double-forked descendants die with custody run's SIGKILL, and the
+// service ends with them, leaving nothing in the user manager.
+func TestSystemdService(t *testing.T) {
+	m := startUserManager(t)
+	led := filepath.Join(m.dir, "state", "l.json")
+	p := testproc.Start(t, m.command(t, "exec", "sh", "-c", `echo waiting $$; read x; exec "$@"`, "sh",
+		"env", testproc.Env("custody"), m.exe, "--ledger", led, "run", "--", "sh", "-c", sdTree))
+	owner, err := procid.Read(atoi(p.Expect("waiting ", 20*time.Second)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client cgroup's sibling, made by root: the user may write neither it nor its
+	// cgroup.procs, as in an SSH session's scope.
+	mount := cgroup2Of(t)
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", owner.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := strings.TrimSpace(string(cg[strings.LastIndex(string(cg), "0::")+3:]))
+	session := filepath.Join(mount, filepath.Dir(client), "session-custodytest.scope")
+	if err := os.Mkdir(session, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeCgroups(session) })
+	if err := os.WriteFile(filepath.Join(session, "cgroup.procs"), []byte(strconv.Itoa(owner.PID)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.ID.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(p.Stdin(), "go")
+	child := p.Expect("child ", 20*time.Second)[0]
+	tree := descendants(t, p)
+	cg, err = os.ReadFile("/proc/" + child + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := strings.TrimSpace(string(cg[strings.LastIndex(string(cg), "0::")+3:]))
+	unit := filepath.Base(filepath.Dir(filepath.Dir(rel)))
+	if !strings.HasPrefix(unit, "custody-agent-") || !strings.HasSuffix(unit, ".service") || !strings.HasSuffix(rel, "/s1") {
+		t.Fatalf("custody run's child is in cgroup %s; want <unit custody-agent-*.service>/custody-<agent>/s1", rel)
+	}
+	if got := m.delegated(t, unit); got != "true" {
+		t.Errorf("the user manager says %s's Delegate is %q; want true", unit, got)
+	}
+	awaitRow(t, led, child)
+	if m.noUnits(t) == nil {
+		t.Errorf("the user manager lists no custody unit while custody run's child runs")
+	}
+	if b, err := os.ReadFile(led); err != nil || !strings.Contains(string(b), `"cgroup_via":"systemd-service"`) {
+		t.Errorf("the child's row: %s (%v); want cgroup_via systemd-service", b, err)
+	}
+	unitDir := filepath.Join(mount, filepath.Dir(filepath.Dir(rel)))
+	if err := killID(owner.ID); err != nil {
+		t.Fatalf("SIGKILL custody run %v: %v", owner.ID, err)
+	}
+	p.Wait()
+	testproc.WaitFor(t, 15*time.Second, func() error {
+		for _, id := range tree {
+			if id.Verify() == nil {
+				return fmt.Errorf("descendant %v still runs after custody run's SIGKILL", id)
+			}
+		}
+		if _, err := os.Stat(unitDir); err == nil {
+			return fmt.Errorf("the service's cgroup %s is still there", unitDir)
+		}
+		return m.noUnits(t)
+	})
 }

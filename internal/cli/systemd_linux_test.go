@@ -57,7 +57,7 @@ type userManager struct {
 	exe  string
 }
 
-func startUserManager(t *testing.T) *userManager {
+func startUserManager(t testing.TB) *userManager {
 	tool := os.Getenv(envUserManager)
 	if tool == "" {
 		testproc.Skip(t, "no systemd user manager to test against ($%s is not set)", envUserManager)
@@ -102,7 +102,7 @@ func startUserManager(t *testing.T) *userManager {
 	return m
 }
 
-func (m *userManager) command(t *testing.T, args ...string) *exec.Cmd {
+func (m *userManager) command(t testing.TB, args ...string) *exec.Cmd {
 	cmd := testproc.Command(t, m.tool, args...)
 	cmd.Env = append(os.Environ(), "SDU_USER="+sdUser)
 	return cmd
@@ -110,12 +110,12 @@ func (m *userManager) command(t *testing.T, args ...string) *exec.Cmd {
 
 // asUser returns the command running the named helper of the test binary as the test user, in
 // the user-owned client cgroup beside the user manager, with the user's session bus.
-func (m *userManager) asUser(t *testing.T, helper string, args ...string) *exec.Cmd {
+func (m *userManager) asUser(t testing.TB, helper string, args ...string) *exec.Cmd {
 	return m.command(t, append([]string{"exec", "env", testproc.Env(helper), m.exe}, args...)...)
 }
 
 // delegated asks the user manager, over D-Bus as the test user, whether unit has Delegate=yes.
-func (m *userManager) delegated(t *testing.T, unit string) string {
+func (m *userManager) delegated(t testing.TB, unit string) string {
 	out, err := m.asUser(t, "sd-delegated", unit).CombinedOutput()
 	if err != nil {
 		t.Errorf("ask the user manager for %s's Delegate: %v\n%s", unit, err, out)
@@ -124,7 +124,7 @@ func (m *userManager) delegated(t *testing.T, unit string) string {
 }
 
 // noUnits returns an error while the user manager has any custody unit loaded.
-func (m *userManager) noUnits(t *testing.T) error {
+func (m *userManager) noUnits(t testing.TB) error {
 	out, err := m.command(t, "exec", "systemctl", "--user", "list-units", "--all", "--no-legend", "custody-*").CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		return fmt.Errorf("units left in the user manager: %s (%v)", out, err)
@@ -221,8 +221,29 @@ func descendants(t *testing.T, p *testproc.Proc) []procid.ID {
 	return tree
 }
 
+// moveToRootCgroup moves pid, a process of the test user in the client cgroup, into a sibling
+// of that cgroup that root made: the user may write neither it nor its cgroup.procs, as in an
+// SSH session's session-N.scope.
+func moveToRootCgroup(t testing.TB, pid int) {
+	t.Helper()
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := strings.TrimSpace(string(cg[strings.LastIndex(string(cg), "0::")+3:]))
+	session := filepath.Join(cgroup2Of(t), filepath.Dir(client), "session-custodytest.scope")
+	if err := os.Mkdir(session, 0o755); err == nil {
+		t.Cleanup(func() { removeCgroups(session) })
+	} else if !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(session, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // cgroup2Of returns where the cgroup2 hierarchy that holds this process is mounted.
-func cgroup2Of(t *testing.T) string {
+func cgroup2Of(t testing.TB) string {
 	t.Helper()
 	for _, dir := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 		var fs unix.Statfs_t
@@ -248,29 +269,15 @@ func TestSystemdService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The client cgroup's sibling, made by root: the user may write neither it nor its
-	// cgroup.procs, as in an SSH session's scope.
 	mount := cgroup2Of(t)
-	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", owner.PID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := strings.TrimSpace(string(cg[strings.LastIndex(string(cg), "0::")+3:]))
-	session := filepath.Join(mount, filepath.Dir(client), "session-custodytest.scope")
-	if err := os.Mkdir(session, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeCgroups(session) })
-	if err := os.WriteFile(filepath.Join(session, "cgroup.procs"), []byte(strconv.Itoa(owner.PID)), 0); err != nil {
-		t.Fatal(err)
-	}
+	moveToRootCgroup(t, owner.PID)
 	if err := owner.ID.Verify(); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintln(p.Stdin(), "go")
 	child := p.Expect("child ", 20*time.Second)[0]
 	tree := descendants(t, p)
-	cg, err = os.ReadFile("/proc/" + child + "/cgroup")
+	cg, err := os.ReadFile("/proc/" + child + "/cgroup")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,13 @@ func CgroupVia() string { return cgroupVia() }
 // the user manager whether it answers, and starts no unit. custody doctor shows it.
 func Delegation() (via string, why error) { return delegation() }
 
+// NeedsService returns nil when this process's children can have cgroups without a systemd
+// service (its own cgroup will do, or a scope can be asked for, or none can be had at all), and
+// otherwise why not, wrapping [ErrNeedsService]: its own cgroup is root's and unusable as it is,
+// and a user manager answers. It asks the manager only in that case, so that custody run's common
+// path pays no D-Bus round trip for it.
+func NeedsService() error { return needsService() }
+
 // ErrNeedsService is wrapped by [Containment]'s why, and by [Delegation]'s, where only a transient
 // service can give this process's children delegated cgroups: its own cgroup is not the user's
 // (an SSH session's root-owned session-N.scope), so the user manager cannot move it into a scope

@@ -204,3 +204,23 @@ func delegation() (string, error) {
 	}
 	return "", err
 }
+
+func needsService() error {
+	self.mu.Lock()
+	defer self.mu.Unlock()
+	if forcedGroups() != nil || self.made || self.sd.unit != "" {
+		return nil
+	}
+	h, err := findHierarchy()
+	if err != nil || h.own == "/" {
+		return nil
+	}
+	if _, why := undelegated(h); why == nil || ownedByUser(h.dir(h.own)) {
+		return nil
+	}
+	_, _, err = self.delegateLocked(h, true)
+	if errors.Is(err, ErrNeedsService) {
+		return err
+	}
+	return nil
+}

@@ -13,3 +13,5 @@ func cgroupVia() string { return "" }
 func delegation() (string, error) {
 	return "", fmt.Errorf("scope: systemd delegation on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
+
+func needsService() error { return nil }

@@ -56,54 +56,56 @@ func init() {
 }
 
 // BenchmarkSystemdStart: one custody run -- true as the test user, from the moment it is let go
-// to its exit, through each way of having a cgroup: a cgroup the user may write and that no
-// systemd unit holds (the floor: no D-Bus at all), a transient scope asked of the user manager
-// (custody run in an undelegated unit's cgroup, the client cgroup), and a transient service
-// running custody agent (custody run in a root-owned cgroup). The process waits for its go on
-// stdin in its cgroup, so that the tool's start as the user and the move are not timed. Each
-// run pays its own D-Bus connection and unit, as custody run does; dbus-roundtrip is that round
-// trip alone, in ns of dial, start and read-back.
+// to its exit, through each way of having a cgroup, the three interleaved in each round so that
+// the machine's load weighs on each alike: a cgroup the user may write and that no systemd unit
+// holds (the floor: no D-Bus at all), a transient scope asked of the user manager (custody run
+// in an undelegated unit's cgroup, the client cgroup), and a transient service running custody
+// agent (custody run in a root-owned cgroup). Each process waits for its go on stdin in its
+// cgroup, so that the tool's start as the user and the move are not timed. Each run pays its own
+// D-Bus connection and unit, as custody run does; dbus-roundtrip is that round trip alone, in ns
+// of dial, start and read-back.
 func BenchmarkSystemdStart(b *testing.B) {
 	m := startUserManager(b)
 	led := filepath.Join(m.dir, "state", "l.json")
 	run := []string{"exec", "sh", "-c", `echo waiting $$; read x; exec "$@"`, "sh",
 		"env", testproc.Env("custody"), m.exe, "--ledger", led, "run", "--", "true"}
-	floor := ""
 	// start times one custody run, moved first by move when it is given.
-	start := func(b *testing.B, move func(pid int)) {
-		b.StopTimer()
+	start := func(b *testing.B, move func(pid int)) time.Duration {
 		p := testproc.Start(b, m.command(b, run...))
 		pid := atoi(p.Expect("waiting ", 20*time.Second)[0])
 		if move != nil {
 			move(pid)
 		}
-		b.StartTimer()
+		t0 := time.Now()
 		fmt.Fprintln(p.Stdin(), "go")
 		if err := p.Wait(); err != nil {
 			b.Fatalf("custody run: %v", err)
 		}
+		return time.Since(t0)
 	}
-	b.Run("writable", func(b *testing.B) {
-		for b.Loop() {
-			start(b, func(pid int) {
-				if floor == "" { // a user-owned sibling of the client cgroup, named like no unit
-					floor = userCgroupBeside(b, pid, m.uid)
-				}
-				if err := os.WriteFile(filepath.Join(floor, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-					b.Fatal(err)
-				}
-			})
+	b.Run("interleaved", func(b *testing.B) {
+		floor := "" // a user-owned sibling of the client cgroup, named like no unit
+		toFloor := func(pid int) {
+			if floor == "" {
+				floor = userCgroupBeside(b, pid, m.uid)
+			}
+			if err := os.WriteFile(filepath.Join(floor, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+				b.Fatal(err)
+			}
 		}
-	})
-	b.Run("systemd-scope", func(b *testing.B) {
+		var writable, scope, service time.Duration
+		n := 0
 		for b.Loop() {
-			start(b, nil)
+			writable += start(b, toFloor)
+			scope += start(b, nil)
+			service += start(b, func(pid int) { moveToRootCgroup(b, pid) })
+			n++
 		}
-	})
-	b.Run("systemd-service", func(b *testing.B) {
-		for b.Loop() {
-			start(b, func(pid int) { moveToRootCgroup(b, pid) })
-		}
+		b.ReportMetric(float64(writable.Nanoseconds())/float64(n), "writable-ns/op")
+		b.ReportMetric(float64(scope.Nanoseconds())/float64(n), "scope-ns/op")
+		b.ReportMetric(float64(service.Nanoseconds())/float64(n), "service-ns/op")
+		b.ReportMetric(float64(scope)/float64(writable), "scope/writable")
+		b.ReportMetric(float64(service)/float64(writable), "service/writable")
 	})
 	b.Run("dbus-roundtrip", func(b *testing.B) {
 		out, err := m.command(b, "exec", "env", testproc.Env("sd-roundtrip"), m.exe, strconv.Itoa(b.N)).CombinedOutput()

@@ -37,10 +37,7 @@ const agentUp = 10 * time.Second
 
 // needsService reports whether custody run must start its child through an agent in a systemd
 // service (see scope.ErrNeedsService).
-func needsService() bool {
-	via, why := scope.Delegation()
-	return via == sdunit.ViaService && errors.Is(why, scope.ErrNeedsService)
-}
+func needsService() bool { return scope.NeedsService() != nil }
 
 // serviceAgent is custody agent in a transient service, and custody run's connection to it.
 type serviceAgent struct {

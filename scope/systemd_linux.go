@@ -57,6 +57,9 @@ func (o *owner) hierarchyLocked() (hierarchy, error) {
 // cgroup is not usable as it is. With dry it asks for nothing, and reports whether a start would
 // (custody doctor asks without moving itself).
 func (o *owner) delegateLocked(h hierarchy, dry bool) (_ hierarchy, wouldAsk bool, _ error) {
+	if o.sd.unit != "" {
+		return h, false, nil // the scope this process was moved into, read back delegated then
+	}
 	unit, why := undelegated(h)
 	if why == nil {
 		return h, false, nil
@@ -114,10 +117,22 @@ func undelegated(h hierarchy) (unit string, why error) {
 		return "", fmt.Errorf("own cgroup %s is not writable: %w", dir, err)
 	}
 	unit, ok := unitOf(h.own)
-	if !ok || delegated(h.dir(unit)) {
+	if !ok || delegated(h.dir(unit)) || inOwnerDir(unit, h.own) {
 		return "", nil
 	}
 	return unit, fmt.Errorf("own cgroup %s is systemd unit %s's, which is not marked delegated (user.delegate, trusted.delegate)", dir, filepath.Base(unit))
+}
+
+// inOwnerDir reports whether rel lies in a custody owner directory below unit: a nested owner's
+// cgroup, inside a scope of an outer owner that was custody's to make there (the unit was
+// delegated to it, or it could write there), and so this owner's to write below.
+func inOwnerDir(unit, rel string) bool {
+	rest, ok := strings.CutPrefix(rel, unit+"/")
+	if !ok {
+		return false
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	return ownerDirName.MatchString(first)
 }
 
 // sdBooted reports whether systemd runs this system (sd_booted(3): /run/systemd/system exists).

@@ -22,3 +22,24 @@ func TestUnitOf(t *testing.T) {
 		}
 	}
 }
+
+// A nested owner's cgroup, in a scope of an outer owner inside a unit, is below an owner
+// directory: custody's to write, without asking the manager again.
+func TestInOwnerDir(t *testing.T) {
+	const unit = "/u.slice/user@1000.service/app.slice/custody-41-96.scope"
+	for _, tc := range []struct {
+		rel  string
+		want bool
+	}{
+		{unit + "/custody-4026531836-41-96/s1", true},
+		{unit + "/custody-4026531836-41-96/s1/custody-4026531836-77-120/s2", true},
+		{unit, false},
+		{unit + "/sub", false},
+		{unit + "x/custody-4026531836-41-96/s1", false},
+		{"/other.scope/custody-4026531836-41-96/s1", false},
+	} {
+		if got := inOwnerDir(unit, tc.rel); got != tc.want {
+			t.Errorf("inOwnerDir(%q) = %v; want %v", tc.rel, got, tc.want)
+		}
+	}
+}

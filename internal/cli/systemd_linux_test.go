@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,4 +313,30 @@ func TestSystemdService(t *testing.T) {
 		}
 		return m.noUnits(t)
 	})
+}
+
+// ownerDir matches the directory of one owner's cgroup scopes.
+var ownerDir = regexp.MustCompile(`^custody-[0-9]+-[0-9]+-[0-9]+$`)
+
+// TestSystemdScopeNested: custody run inside a child of custody run on the scope path is a
+// nested owner: its child's cgroup is made inside the outer child's, within the one delegated
+// unit, without a bus of its own to ask (its environment has neither bus variable).
+func TestSystemdScopeNested(t *testing.T) {
+	m := startUserManager(t)
+	led := filepath.Join(m.dir, "state", "l.json")
+	out, err := m.asUser(t, "custody", "--ledger", led, "run", "--",
+		"env", "-u", "DBUS_SESSION_BUS_ADDRESS", "-u", "XDG_RUNTIME_DIR", m.exe, "--ledger", led, "run", "--",
+		"sh", "-c", "sed -n 's/^0:://p' /proc/self/cgroup").CombinedOutput()
+	var units, owners int
+	for _, part := range strings.Split(strings.TrimSpace(string(out)), "/") {
+		switch {
+		case ownerDir.MatchString(part):
+			owners++
+		case strings.HasPrefix(part, "custody-") && strings.HasSuffix(part, ".scope"):
+			units++
+		}
+	}
+	if err != nil || owners != 2 || units != 1 {
+		t.Fatalf("nested custody run's child: %q (%v); want <custody-*.scope>/custody-<outer>/s1/custody-<inner>/s1", out, err)
+	}
 }

@@ -340,3 +340,35 @@ func TestSystemdScopeNested(t *testing.T) {
 		t.Fatalf("nested custody run's child: %q (%v); want <custody-*.scope>/custody-<outer>/s1/custody-<inner>/s1", out, err)
 	}
 }
+
+// TestSystemdDoctor: custody doctor says which systemd path a start would take, and why, and
+// starts no unit: a scope in the client cgroup (an undelegated unit's), a service in a
+// root-owned one.
+func TestSystemdDoctor(t *testing.T) {
+	m := startUserManager(t)
+	for _, tc := range []struct {
+		name, want string
+		move       bool
+	}{
+		{"client cgroup", "systemd-scope: ", false},
+		{"root-owned cgroup", "systemd-service: ", true},
+	} {
+		p := testproc.Start(t, m.command(t, "exec", "sh", "-c", `echo waiting $$; read x; exec "$@"`, "sh",
+			"env", testproc.Env("custody"), m.exe, "--ledger", filepath.Join(m.dir, "state", "l.json"), "doctor"))
+		pid := atoi(p.Expect("waiting ", 20*time.Second)[0])
+		if tc.move {
+			moveToRootCgroup(t, pid)
+		}
+		fmt.Fprintln(p.Stdin(), "go")
+		// The text report's line: "systemd   ok  <detail>".
+		fields := p.Expect("systemd ", 20*time.Second)
+		p.Wait()
+		detail := strings.Join(fields[min(1, len(fields)):], " ") + " "
+		if !strings.HasPrefix(detail, tc.want) {
+			t.Errorf("%s: doctor's systemd line is %q; want it to begin %q", tc.name, detail, tc.want)
+		}
+	}
+	if err := m.noUnits(t); err != nil {
+		t.Errorf("doctor started a unit: %v", err)
+	}
+}

@@ -68,9 +68,15 @@ func (o *owner) delegateLocked(h hierarchy, dry bool) (_ hierarchy, wouldAsk boo
 	defer cancel()
 	c, err := sdunit.Dial(ctx)
 	if err != nil {
-		if unit != "" && !sdBooted() {
+		switch {
+		case unit != "" && !sdBooted():
 			// Named like a unit, writable, and no systemd anywhere to ask or to confuse: a
 			// cgroup some other manager (or a test) made, and custody's to write.
+			return h, false, nil
+		case unit != "" && os.Geteuid() == 0:
+			// Root with no user manager (sudo in a session, a system service): the system
+			// manager would be the one to ask, and custody does not ask it yet; root keeps
+			// writing below its unit as before rather than lose cgroups (see docs/design.md).
 			return h, false, nil
 		}
 		return h, false, fmt.Errorf("%v, and %w", why, err)

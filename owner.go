@@ -365,6 +365,9 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	row.Purpose, row.Install = purpose, o.Install
 	row.SetScope(c.scope.Desc())
 	row.ScopeID = c.scopeID()
+	if row.Cgroup != "" {
+		row.CgroupVia = scope.CgroupVia() // how the cgroup was had: a unit systemd delegated, or ""
+	}
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation
 	row.Owner = ptr(o.self.PID)

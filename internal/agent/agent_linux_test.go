@@ -290,6 +290,10 @@ func TestClientKilled(t *testing.T) {
 }
 
 func testClientKilled(t *testing.T, how string) {
+	testproc.Use("tree") // started by the client helper, for this test
+	if how == "leak" {
+		testproc.Use("holder")
+	}
 	mark := testproc.Mark()
 	testproc.CleanupMarked(t, mark)
 	cmd := testproc.Helper(t, "client", "5", ledgerPath(t), how)
@@ -683,4 +687,67 @@ func TestStartFields(t *testing.T) {
 	if r := c.do(map[string]any{"op": "start", "argv": []string{"true"}, "cwd": "/nonexistent"}); r.code() != "bad-request" {
 		t.Errorf("a cwd that is not there: %s, want bad-request", r.raw)
 	}
+}
+
+// TestProcessGroupPath: an agent that gets no cgroup (an ordinary user's, here uid 65534) gives
+// its children process groups, gated until covered, and stops them at its client's hang-up.
+func TestProcessGroupPath(t *testing.T) {
+	testproc.RequireRoot(t)
+	const nobody = 65534
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	dir := testproc.TempDir(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyExe := filepath.Join(dir, "agent.test")
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyExe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "state"), 0o700)
+	for _, p := range []string{filepath.Dir(dir), dir, filepath.Join(dir, "state"), copyExe} {
+		if err := os.Chown(p, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, theirs := socketpair(t)
+	cmd := testproc.Command(t, copyExe, "--ledger", filepath.Join(dir, "state", "spawn-ledger.json"), "agent", "--fd", "3")
+	cmd.Env = append(os.Environ(), testproc.Env("custody"), mark)
+	cmd.Dir = dir
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+	cmd.ExtraFiles = []*os.File{theirs}
+	c := &client{t: t, conn: conn, agent: cmd, done: make(chan error, 1), waiting: map[string]chan msg{},
+		events: make(chan msg, 1024), stderr: &lockedBuffer{}}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	theirs.Close()
+	go func() { c.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		conn.Close()
+		<-c.done
+		t.Logf("agent stderr: %s", c.stderr.String())
+	})
+	go c.readLoop()
+	c.hello = c.event("hello")
+	if got := c.hello.str("containment"); got != "process-group" {
+		testproc.Skip(t, "uid %d gets %q here, not process groups", nobody, got)
+	}
+	req := helperStart(t, "hold", mark)
+	req["argv"] = []string{copyExe}
+	req["stdio"] = []string{"null", "null", "null"}
+	r := c.do(req)
+	if !r.ok() || r.str("containment") != "process-group" || r.num("pgid") != r.num("pid") {
+		t.Fatalf("start: %s, want a process group the child leads", r.raw)
+	}
+	if err := c.hangup(); err != nil {
+		t.Errorf("the agent after the hang-up: %v (stderr %s)", err, c.stderr.String())
+	}
+	testproc.NoSurvivors(t, mark, time.Minute)
 }

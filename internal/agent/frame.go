@@ -38,8 +38,8 @@ type fdsAt struct {
 // sendmsg(2) that carried them and never merges that byte into an earlier read, so the offset of
 // a read that returned descriptors is the offset of that sendmsg's data.
 type splitter struct {
-	buf        []byte  // bytes after the last newline
-	off        int64   // stream offset of buf[0] (or of the next byte, while discarding)
+	buf        []byte  // bytes after the last newline (none while discarding)
+	off        int64   // stream offset of buf[0]
 	pending    []fdsAt // descriptors not yet attributed, in stream order
 	discarding bool    // the current line is over MaxLine: drop bytes up to its newline
 }
@@ -47,59 +47,30 @@ type splitter struct {
 // add appends one read's bytes, and the descriptors that came with them, and returns the lines
 // it completed.
 func (s *splitter) add(data []byte, fds []*os.File, trunc bool) []frame {
-	start := s.off + int64(len(s.buf))
-	if s.discarding {
-		start = s.off
-	}
 	if len(fds) > 0 || trunc {
-		s.pending = append(s.pending, fdsAt{off: start, fds: fds, trunc: trunc})
+		s.pending = append(s.pending, fdsAt{off: s.off + int64(len(s.buf)), fds: fds, trunc: trunc})
 	}
 	var out []frame
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
-		if s.discarding {
-			if i < 0 {
-				s.off += int64(len(data))
-				return out
-			}
-			end := s.off + int64(i) // the newline's offset
-			f := frame{tooLong: true}
-			s.attribute(&f, end)
-			out = append(out, f)
-			s.off = end + 1
-			s.discarding = false
-			data = data[i+1:]
-			continue
-		}
 		if i < 0 {
-			if len(s.buf)+len(data) > MaxLine-1 {
+			if s.discarding || len(s.buf)+len(data) > MaxLine-1 {
 				// No newline within the limit: the line is too long whatever follows.
-				s.off += int64(len(s.buf)) + int64(len(data))
-				s.buf = s.buf[:0]
-				s.discarding = true
-				return out
+				s.off += int64(len(s.buf) + len(data))
+				s.buf, s.discarding = s.buf[:0], true
+			} else {
+				s.buf = append(s.buf, data...)
 			}
-			s.buf = append(s.buf, data...)
 			return out
 		}
-		if len(s.buf)+i > MaxLine-1 {
-			end := s.off + int64(len(s.buf)) + int64(i)
-			f := frame{tooLong: true}
-			s.attribute(&f, end)
-			out = append(out, f)
-			s.buf = s.buf[:0]
-			s.off = end + 1
-			data = data[i+1:]
-			continue
+		end := s.off + int64(len(s.buf)+i) // the newline's offset
+		f := frame{tooLong: s.discarding || len(s.buf)+i > MaxLine-1}
+		if !f.tooLong {
+			f.line = append(append(make([]byte, 0, len(s.buf)+i), s.buf...), data[:i]...)
 		}
-		line := make([]byte, 0, len(s.buf)+i)
-		line = append(append(line, s.buf...), data[:i]...)
-		end := s.off + int64(len(line))
-		f := frame{line: line}
 		s.attribute(&f, end)
 		out = append(out, f)
-		s.buf = s.buf[:0]
-		s.off = end + 1
+		s.buf, s.off, s.discarding = s.buf[:0], end+1, false
 		data = data[i+1:]
 	}
 	return out

@@ -127,8 +127,18 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 	if e != nil {
 		return startResult{}, nil, e
 	}
-	cmd := &exec.Cmd{Path: path, Args: r.Argv, Env: env, Dir: r.Cwd, Stdin: st.child[0], Stdout: st.child[1],
-		Stderr: st.child[2]}
+	cmd := &exec.Cmd{Path: path, Args: r.Argv, Env: env, Dir: r.Cwd}
+	// A nil *os.File stored in Stdin's interface is not a nil interface: os/exec would hand the
+	// child descriptor -1 (a closed stream) instead of the null device it opens for nil.
+	if st.child[0] != nil {
+		cmd.Stdin = st.child[0]
+	}
+	if st.child[1] != nil {
+		cmd.Stdout = st.child[1]
+	}
+	if st.child[2] != nil {
+		cmd.Stderr = st.child[2]
+	}
 	owner := s.ownerFor(tagEnv)
 	if s.isEnding() {
 		return startResult{}, nil, errorf(codeStartFailed, "the agent is ending: its owner is gone")

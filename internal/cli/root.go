@@ -141,7 +141,7 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 		},
 		Version: version(),
 		Commands: []*cli.Command{newAdopt(g), newAgent(g), newCompletion(), newDoctor(g), newHelp(), newPs(g), newReap(g),
-			newRegister(g), newRun(g), newStop(g), newSupervise(g)},
+			newRegister(g), newRun(g), newStop(g), newSupervise(g), newVersion()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(ctx, cmd); err != nil { // an unknown command is bad input, not a failure
 				return err

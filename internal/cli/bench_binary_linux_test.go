@@ -18,8 +18,8 @@ import (
 // from cmd/custody by the go command, started once per figure and iteration, every figure of an
 // iteration taken in turn so that a machine loaded by others weighs on all of them alike. Each is
 // reported as the median wall time (-ms) and CPU time (-cpu-ms, user and system of the process
-// and its descendants) over the iterations, and each marginal as the median of the per-iteration
-// differences:
+// and of the descendants it reaped, as wait4 reports them) over the iterations, and each marginal
+// as the median of the per-iteration differences:
 //
 //   - version: `custody --version`, the floor of any verb (the runtime's start and exit);
 //   - ps-1, ps-1000, ps-marginal: `custody ps --all --json` over 1 and 1,000 rows of distinct live

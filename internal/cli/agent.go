@@ -126,6 +126,8 @@ func runAgent(_ context.Context, o *agentOptions) error {
 	if owner != nil {
 		defer owner.Close()
 		cfg.OwnerDone = owner.Done()
+		id := owner.ID()
+		cfg.Caller = &id
 	}
 	return agent.Serve(conn, cfg)
 }

@@ -158,13 +158,21 @@ func executable() (string, error) {
 
 // environ is the owner's environment without the variables the client sets, which the owner may
 // have inherited and which must not leak into the supervisor's configuration. $EnvLog passes.
+// Grants go too (a value that starts with grantPrefix, whatever the variable): a supervisor has no
+// use for one, and a grant left in a process's environment is readable there (/proc/PID/environ)
+// by every process of the user for as long as that process lives.
 func environ() []string {
 	env := os.Environ()
 	return slices.DeleteFunc(env, func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket || k == EnvDeath
+		k, v, _ := strings.Cut(kv, "=")
+		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket ||
+			k == EnvDeath || strings.HasPrefix(v, grantPrefix)
 	})
 }
+
+// grantPrefix starts every grant string (custody's grant.go).
+const grantPrefix = "custody-grant-v1:"
+
 
 // nestPathLocked returns the path of the nest socket for the next supervisor (see [EnvNestSocket]),
 // in a directory of mode 0700 the client makes once, or "" when none can be made (nested owners

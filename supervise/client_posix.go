@@ -173,7 +173,6 @@ func environ() []string {
 // grantPrefix starts every grant string (custody's grant.go).
 const grantPrefix = "custody-grant-v1:"
 
-
 // nestPathLocked returns the path of the nest socket for the next supervisor (see [EnvNestSocket]),
 // in a directory of mode 0700 the client makes once, or "" when none can be made (nested owners
 // then cannot register, and say so). A socket a killed supervisor left is removed first: the

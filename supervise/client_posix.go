@@ -3,6 +3,7 @@
 package supervise
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/custody-dev/custody/scope"
 )
 
 // readyFD is the supervisor's descriptor for the readiness pipe: the first of ExtraFiles.
@@ -79,6 +82,7 @@ func (c *Client) spawn() (p *proc, err error) {
 	if err := awaitReady(ready, c.startTimeout()); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
+		removeNestDir(c.nestDir) // the killed supervisor may have made it
 		if len(c.Command) == 0 {
 			err = fmt.Errorf("%w (does main call custody.Init first?)", err)
 		}
@@ -174,24 +178,21 @@ func environ() []string {
 const grantPrefix = "custody-grant-v1:"
 
 // nestPathLocked returns the path of the nest socket for the next supervisor (see [EnvNestSocket]),
-// in a directory of mode 0700 the client makes once, or "" when none can be made (nested owners
-// then cannot register, and say so). A socket a killed supervisor left is removed first: the
-// directory is the client's, and only its supervisors listen there.
+// in a directory of a fresh random name the supervisor makes (mode 0700) and removes as it
+// exits, or "" when nested owners have no use for one: where this process's children get cgroups,
+// a nested owner makes its scopes below its own cgroup and dials no nest (custody's stampOuter
+// names none to a cgroup child). The directory is the supervisor's, not the client's: made by the
+// process that outlives the owner, it never outlives both. A lost supervisor's replacement
+// listens in the same directory, whose path the children already hold.
 func (c *Client) nestPathLocked() string {
-	if c.nestDir != "" && !ownPrivateDir(c.nestDir) {
-		c.nestDir = "" // a supervisor that exited removed it; a fresh one is made
+	if kind, _, _ := scope.Containment(); kind == scope.KindCgroup {
+		c.nestDir = ""
+		return ""
 	}
 	if c.nestDir == "" {
-		dir, err := os.MkdirTemp("", "custody-nest-")
-		if err != nil {
-			c.logger().Warn("supervise: nest socket directory", "err", err)
-			return ""
-		}
-		c.nestDir = dir
+		c.nestDir = filepath.Join(os.TempDir(), "custody-nest-"+rand.Text())
 	}
-	path := filepath.Join(c.nestDir, "s")
-	os.Remove(path)
-	return path
+	return filepath.Join(c.nestDir, "s")
 }
 
 // NestSocket returns the nest socket of the running supervisor, the value for a child's

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -60,12 +61,29 @@ func listenNest(path string, log *slog.Logger) *net.UnixListener {
 	if path == "" {
 		return nil
 	}
+	if err := makeNestDir(filepath.Dir(path)); err != nil {
+		log.Warn("supervise: nest socket", "err", err)
+		return nil
+	}
+	os.Remove(path) // a lost supervisor's, killed before it could remove it
 	ln, err := listen(path)
 	if err != nil {
 		log.Warn("supervise: nest socket", "err", err)
 		return nil
 	}
 	return ln
+}
+
+// makeNestDir makes the nest socket's directory, mode 0700, or accepts it when it exists already
+// as this user's with that mode: a lost supervisor's, in which its replacement listens. A name
+// taken by anyone else (the temporary directory is everyone's) is refused: another user's
+// directory could hold a socket that impersonates the supervisor.
+func makeNestDir(dir string) error {
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrExist) && ownPrivateDir(dir) {
+		return nil
+	}
+	return err
 }
 
 // closeNest removes the socket and then the client's directory, once empty.

@@ -117,6 +117,9 @@ func (c *Client) command() (*exec.Cmd, error) {
 	if path := c.nestPathLocked(); path != "" {
 		env = append(env, EnvNestSocket+"="+path)
 	}
+	if dir := scope.OwnerDir(); dir != "" {
+		env = append(env, EnvOwnerCgroup+"="+dir)
+	}
 	if len(c.Command) > 0 {
 		path, err := exec.LookPath(c.Command[0])
 		if err == nil {
@@ -170,7 +173,7 @@ func environ() []string {
 	return slices.DeleteFunc(env, func(kv string) bool {
 		k, v, _ := strings.Cut(kv, "=")
 		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket ||
-			k == EnvDeath || strings.HasPrefix(v, grantPrefix)
+			k == EnvDeath || k == EnvOwnerCgroup || strings.HasPrefix(v, grantPrefix)
 	})
 }
 

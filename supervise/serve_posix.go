@@ -21,9 +21,10 @@ type server struct {
 	self    int                     // the supervisor's own process group
 	covered map[int]*scope.Scope    // covered process groups, each bound at its registration
 	cgroups map[string]*scope.Scope // covered cgroups, each held open since its registration
-	// owners holds every owner directory a covered cgroup lay in, with one of its scopes, kept
-	// after the cgroup is uncovered: at the owner's death what is left of each is removed.
-	owners map[string]string
+	// owners holds every owner directory a covered cgroup lay in, and the owner's own
+	// (Config.OwnerCgroup), kept after the cgroup is uncovered: at the owner's death what is left
+	// of each is removed.
+	owners map[string]bool
 	// stopping is set once the covered scopes were sent SIGTERM, at the owner's death: a scope
 	// covered later (a line a dying thread was still writing) is sent it on arrival. deadline is
 	// when the survivors get SIGKILL.
@@ -90,8 +91,12 @@ func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done b
 func ends(err error) bool { return err != nil && err != errLong && err != errDying }
 
 func newServer(cfg Config) *server {
-	return &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]*scope.Scope), cgroups: make(map[string]*scope.Scope),
-		owners: make(map[string]string)}
+	s := &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]*scope.Scope), cgroups: make(map[string]*scope.Scope),
+		owners: make(map[string]bool)}
+	if cfg.OwnerCgroup != "" {
+		s.owners[cfg.OwnerCgroup] = true
+	}
+	return s
 }
 
 func (s *server) handle(line []byte) {

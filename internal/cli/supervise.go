@@ -109,7 +109,7 @@ func (o *superviseOptions) positional(cmd *cli.Command) error {
 }
 
 func runSupervise(o *superviseOptions) error {
-	cfg := supervise.Config{OwnerPGID: o.ownerPGID, Grace: o.grace}
+	cfg := supervise.Config{OwnerPGID: o.ownerPGID, Grace: o.grace, OwnerCgroup: os.Getenv(supervise.EnvOwnerCgroup)}
 	if o.socketPath == "" {
 		return supervise.Run(cfg)
 	}

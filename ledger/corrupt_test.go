@@ -136,3 +136,36 @@ func TestLenientRead(t *testing.T) {
 		})
 	}
 }
+
+// TestTooDeep: a ledger nested beyond MaxNesting, valid JSON or not, is refused as unreadable by
+// readers and writers alike, and left as it was: neither read as an empty roster nor quarantined.
+func TestTooDeep(t *testing.T) {
+	l := tempLedger(t)
+	ctx := context.Background()
+	if err := os.MkdirAll(filepath.Dir(l.Path()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{ledger.MaxNesting + 1, 10000, 10002} {
+		body := strings.Repeat("[", n) + strings.Repeat("]", n)
+		if err := os.WriteFile(l.Path(), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if rows, err := l.Rows(ctx); !errors.Is(err, ledger.ErrTooDeep) || rows != nil {
+			t.Errorf("Rows on a %d-deep file = %v, %v; want ErrTooDeep", n, rows, err)
+		}
+		if _, err := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil }); !errors.Is(err, ledger.ErrTooDeep) {
+			t.Errorf("Update on a %d-deep file: %v; want ErrTooDeep", n, err)
+		}
+		if b, _ := os.ReadFile(l.Path()); string(b) != body {
+			t.Errorf("the %d-deep file was changed", n)
+		}
+		if _, err := os.Stat(l.Path() + ".corrupt"); err == nil {
+			t.Fatalf("the %d-deep file was quarantined", n)
+		}
+	}
+	body := strings.Repeat("[", ledger.MaxNesting) + strings.Repeat("]", ledger.MaxNesting)
+	os.WriteFile(l.Path(), []byte(body), 0o600)
+	if rows, err := l.Rows(ctx); err != nil || len(rows) != 0 {
+		t.Errorf("Rows on a %d-deep file = %v, %v; want no rows and no error", ledger.MaxNesting, rows, err)
+	}
+}

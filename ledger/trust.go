@@ -14,11 +14,24 @@ import (
 // or planted) would exhaust it.
 const MaxSize = 64 << 20
 
+// MaxNesting is the deepest nesting of arrays and objects custody reads in a ledger: a row is an
+// object in the array, two levels. The Hermes reader (Python's json) recurses once per level and
+// fails with RecursionError near Python's default recursion limit of 1000, less its caller's
+// frames (at 994 levels called from the top of a script), so it neither reads nor quarantines
+// such a file. custody refuses a deeper file likewise, as unreadable (an error wrapping
+// [ErrTooDeep]), and leaves it in place: a file both programs read as corrupt is quarantined; one
+// neither can read is left for a person to look at. 900 leaves the Hermes reader's caller 90
+// frames, and a file custody reads, Hermes reads too.
+const MaxNesting = 900
+
 var (
 	// ErrUntrusted is wrapped by every [*TrustError].
 	ErrUntrusted = errors.New("ledger: untrusted")
 	// ErrTooLarge reports a ledger file above [MaxSize]; nothing was read or written.
 	ErrTooLarge = errors.New("ledger: file too large")
+	// ErrTooDeep reports a ledger nested deeper than [MaxNesting]: refused as unreadable, and
+	// left in place, not quarantined as corrupt.
+	ErrTooDeep = errors.New("ledger: nested too deep")
 )
 
 // TrustError reports a ledger file, lock file or directory that custody refuses to use. A row is a

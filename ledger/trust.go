@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // MaxSize is the largest ledger file custody reads: 64 MiB, some 150,000 rows, where a working
@@ -107,9 +108,25 @@ func checkFileInfo(path string, fi fs.FileInfo) error {
 	case t&fs.ModeNamedPipe != 0:
 		return &TrustError{Path: path, Reason: "a FIFO, not a regular file"}
 	case t != 0:
-		return &TrustError{Path: path, Reason: fmt.Sprintf("not a regular file (%v)", t)}
+		return &TrustError{Path: path, Reason: "not a regular file: " + fileType(t)}
 	}
 	return checkFileOwner(path, fi)
+}
+
+// fileType names a file type in words: fs.FileMode's String prints "d---------" for a directory,
+// its permission bits masked off, which reads as a mode the file does not have.
+func fileType(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "of type " + strings.TrimRight(t.String(), "-")
 }
 
 // checkSize refuses a file above MaxSize.

@@ -92,7 +92,7 @@ func newRun(g *globals) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
 				Usage: "time between SIGTERM and SIGKILL for what is left"},
-			&cli.StringFlag{Name: "grant-env", Destination: &o.grantEnv,
+			&cli.StringFlag{Name: "grant-env", Destination: &o.grantEnv, Validator: nonEmpty,
 				Usage: "hand CMD a grant for itself in this environment variable (see custody adopt)"},
 			&cli.DurationFlag{Name: "grant-ttl", Value: custody.DefaultGrantTTL, Destination: &o.grantTTL,
 				Usage: "how long the grant is served"},

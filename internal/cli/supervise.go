@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -72,8 +73,8 @@ func newSupervise(g *globals) *cli.Command {
 			if err := o.positional(cmd); err != nil {
 				return err
 			}
-			if o.ownerPGID < 0 || o.grace <= 0 {
-				return usagef("supervise: --owner-pgid must be ≥ 0 and --grace positive")
+			if o.ownerPGID < 0 || o.ownerPGID > math.MaxInt32 || o.grace <= 0 {
+				return usagef("supervise: --owner-pgid must be a process group (0 to %d) and --grace positive", math.MaxInt32)
 			}
 			if own := processGroup(); own > 0 && own == o.ownerPGID {
 				return usagef("supervise: started inside the owner's process group %d: start it in a session of its own (setsid)", own)
@@ -98,8 +99,8 @@ func (o *superviseOptions) positional(cmd *cli.Command) error {
 		return usagef("supervise: takes at most one argument, the owner's process group; got %d", cmd.NArg())
 	}
 	p, err := strconv.Atoi(cmd.Args().First())
-	if err != nil || p < 0 {
-		return usagef("supervise: owner process group %q is not a number ≥ 0", cmd.Args().First())
+	if err != nil || p < 0 || p > math.MaxInt32 { // pid_t is 32-bit: a larger number names no group
+		return usagef("supervise: owner process group %q is not a process group (0 to %d)", cmd.Args().First(), math.MaxInt32)
 	}
 	if cmd.IsSet("owner-pgid") && p != o.ownerPGID {
 		return usagef("supervise: owner process group given twice: %d and %d", o.ownerPGID, p)

@@ -73,6 +73,9 @@ func (lr *lineReader) scan() (line []byte, err error, ok bool) {
 	return bytes.TrimSuffix(lr.line[:n], []byte{'\r'}), nil, true
 }
 
+// pending reports whether part of a line was read and its newline has not come yet.
+func (lr *lineReader) pending() bool { return lr.n > 0 || lr.long || lr.start < lr.end }
+
 // take appends b to the current line, or marks the line over-long once it cannot end within
 // MaxLine bytes.
 func (lr *lineReader) take(b []byte) {

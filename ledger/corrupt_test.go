@@ -20,9 +20,9 @@ func tempLedger(t *testing.T) *ledger.Ledger {
 	return ledger.Open(filepath.Join(testproc.TempDir(t), "state", "spawn-ledger.json"))
 }
 
-// TestCorrupt: a corrupt ledger goes to .corrupt with its bytes, the read says so, the next write
-// starts fresh, and a second corrupt file does not overwrite the first (the hard link that claims
-// the quarantine name never replaces).
+// TestCorrupt: a read of a corrupt ledger says so and moves nothing; a write moves it to .corrupt
+// with its bytes and starts fresh, and a second corrupt file does not overwrite the first (the
+// hard link that claims the quarantine name never replaces).
 func TestCorrupt(t *testing.T) {
 	l := tempLedger(t)
 	ctx := context.Background()
@@ -36,9 +36,17 @@ func TestCorrupt(t *testing.T) {
 		}
 		rows, err := l.Rows(ctx)
 		ce, ok := errors.AsType[*ledger.CorruptError](err)
-		if !ok || rows != nil {
-			t.Fatalf("Rows on a corrupt file = %v, %v; want a *CorruptError", rows, err)
+		if !ok || rows != nil || ce.MovedTo != "" {
+			t.Fatalf("Rows on a corrupt file = %v, %v; want a *CorruptError, nothing moved", rows, err)
 		}
+		if got, _ := os.ReadFile(l.Path()); string(got) != body {
+			t.Fatalf("Rows changed the corrupt file: %q", got)
+		}
+		rep, err := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil })
+		if err != nil || rep.Quarantined == nil {
+			t.Fatalf("a write to a corrupt file: %+v, %v; want it quarantined", rep, err)
+		}
+		ce = rep.Quarantined
 		want := l.Path() + ".corrupt"
 		if i > 0 {
 			want += ".2"

@@ -104,6 +104,13 @@ type Options struct {
 // signals nothing and changes nothing, and reports the same decisions.
 func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error) {
 	rows, err := l.Rows(ctx)
+	if _, ok := errors.AsType[*ledger.CorruptError](err); ok && !opts.DryRun {
+		// A reap writes the ledger, and a writer quarantines a corrupt file (a read leaves it).
+		rep, uerr := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil })
+		if uerr == nil && rep.Quarantined != nil {
+			err = rep.Quarantined
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -47,11 +47,12 @@ spawner is another listed process is shown under it, indented: the children of a
 is not listed (a nested owner started by a listed shell) sits under the row whose cgroup holds
 its own.
 
-A corrupt ledger is moved aside to <ledger>.corrupt and said so on stderr; the list is then empty.
+A corrupt ledger is reported on stderr and listed as nothing, with exit 1: ps changes nothing,
+and the file stays where it is until the next write moves it aside to <ledger>.corrupt.
 
 EXIT STATUS
   0   the rows were listed
-  1   the ledger could not be read
+  1   the ledger could not be read, or is corrupt (nothing was listed or moved)
   2   bad flags or arguments`
 
 func newPs(g *globals) *cli.Command {
@@ -87,9 +88,9 @@ func runPs(ctx context.Context, o *psOptions) error {
 			entries = ledger.Judge(rows, q)
 		}
 	}
-	if ce, ok := errors.AsType[*ledger.CorruptError](err); ok {
-		fmt.Fprintf(o.stderr, "custody: warning: %v; listing no rows\n", ce)
-		err = nil
+	if _, ok := errors.AsType[*ledger.CorruptError](err); ok {
+		// A listing changes nothing: the file stays for the next write to move aside.
+		return fmt.Errorf("ps: %w; nothing listed, nothing moved (the next write moves it aside)", err)
 	}
 	if err != nil {
 		return err

@@ -4,7 +4,10 @@ package cli_test
 
 import (
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/custody-dev/custody"
 )
 
 // TestEmptyAndOutOfRangeValues: an empty --ledger, --tag-env or --grant-env is bad input, not the
@@ -25,5 +28,15 @@ func TestEmptyAndOutOfRangeValues(t *testing.T) {
 	}
 	if _, err := os.Stat(led); !os.IsNotExist(err) {
 		t.Errorf("bad input created the ledger: %v", err)
+	}
+}
+
+// TestDefaultPurpose: custody run without --purpose stamps the API's default purpose, one default
+// for the library and the command line.
+func TestDefaultPurpose(t *testing.T) {
+	r := runCLI(t, "--ledger", ledgerPath(t), "run", "--", "sh", "-c", `echo "$CUSTODY_SPAWN"`)
+	f := strings.Split(strings.TrimSpace(r.stdout), ":")
+	if r.code != 0 || len(f) != 5 || f[2] != custody.DefaultPurpose {
+		t.Errorf("custody run's tag %q (exit %d, %q), want purpose %q", r.stdout, r.code, r.stderr, custody.DefaultPurpose)
 	}
 }

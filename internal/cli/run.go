@@ -97,7 +97,7 @@ func newRun(g *globals) *cli.Command {
 			&cli.DurationFlag{Name: "grant-ttl", Value: custody.DefaultGrantTTL, Destination: &o.grantTTL,
 				Usage: "how long the grant is served"},
 			&cli.BoolFlag{Name: "keep", Destination: &o.keep, Usage: "never let reap stop it after a crash"},
-			&cli.StringFlag{Name: "purpose", Value: "run", Destination: &o.purpose,
+			&cli.StringFlag{Name: "purpose", Value: custody.DefaultPurpose, Destination: &o.purpose,
 				Usage: "what the child is for: serve, gateway, mcp-helper, …"},
 			&cli.BoolFlag{Name: "verbose", Destination: &o.verbose,
 				Usage: "say on stderr how the child ended and what was stopped after it"},

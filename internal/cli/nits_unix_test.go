@@ -40,3 +40,13 @@ func TestDefaultPurpose(t *testing.T) {
 		t.Errorf("custody run's tag %q (exit %d, %q), want purpose %q", r.stdout, r.code, r.stderr, custody.DefaultPurpose)
 	}
 }
+
+// TestNoStutter: an error the library wraps says custody once.
+func TestNoStutter(t *testing.T) {
+	led := ledgerPath(t)
+	r := runCLI(t, "--ledger", led, "adopt", "custody-grant-v1:eyJzb2Nr")
+	checkOneLineError(t, "adopt of a malformed grant", r, 1)
+	if n := strings.Count(r.stderr, "custody:"); n != 1 {
+		t.Errorf("stderr %q says custody: %d times, want once", r.stderr, n)
+	}
+}

@@ -142,7 +142,11 @@ func (c *Client) command() (*exec.Cmd, error) {
 	// One P: the supervisor runs one goroutine, and every P costs memory (its mcache) and may
 	// cost a thread. Set in the environment, it applies before the runtime allocates them.
 	env = append(env, EnvSupervisor+"=1", EnvOwnerPGID+"="+pgid, EnvGrace+"="+grace, "GOMAXPROCS=1")
-	return &exec.Cmd{Path: path, Args: []string{path}, Env: env}, nil
+	// The arguments are for ps alone (Init reads the environment): they say what the process is
+	// and whose, in the form `custody supervise` takes, so that a supervisor is told apart from
+	// its owner, which runs the same binary. A Hermes supervisor (Command) is started as it is.
+	args := []string{path, "supervise", "--owner-pid", strconv.Itoa(os.Getpid()), "--owner-pgid", pgid, "--grace", grace}
+	return &exec.Cmd{Path: path, Args: args, Env: env}, nil
 }
 
 // executable returns the running binary's path. When the file is gone (the program was removed or

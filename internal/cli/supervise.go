@@ -66,6 +66,8 @@ func newSupervise(g *globals) *cli.Command {
 			&cli.IntFlag{Name: "owner-pgid", Aliases: []string{"parent-pgid"}, Value: os.Getppid(),
 				DefaultText: "the parent's PID", Destination: &o.ownerPGID,
 				Usage: "the owner's process group, never signalled"},
+			// What a supervisor started by a custody owner shows in ps; nothing else reads it.
+			&cli.IntFlag{Name: "owner-pid", Hidden: true, Usage: "the owner's PID, for ps; unused"},
 			&cli.StringFlag{Name: "socket-path", Destination: &o.socketPath,
 				Usage: "listen for v2 socket registrations there (a new Unix socket)"},
 		},

@@ -4,8 +4,10 @@ package cli_test
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/custody-dev/custody"
 )
@@ -48,5 +50,45 @@ func TestNoStutter(t *testing.T) {
 	checkOneLineError(t, "adopt of a malformed grant", r, 1)
 	if n := strings.Count(r.stderr, "custody:"); n != 1 {
 		t.Errorf("stderr %q says custody: %d times, want once", r.stderr, n)
+	}
+}
+
+// TestPsAlignsWideText: a purpose in Chinese (two terminal columns a character) keeps the later
+// columns of its row in line with the header's and the other rows'.
+func TestPsAlignsWideText(t *testing.T) {
+	led := ledgerPath(t)
+	for _, purpose := range []string{"服务器", "serve"} {
+		if r := runCLI(t, "--ledger", led, "register", "--pid", strconv.Itoa(cat(t)), "--purpose", purpose); r.code != 0 {
+			t.Fatalf("register: %+v", r)
+		}
+	}
+	r := runCLI(t, "--ledger", led, "ps")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != 0 || len(lines) != 3 {
+		t.Fatalf("ps: %+v", r)
+	}
+	// The terminal column where INSTALL, the ninth column, starts on each line.
+	col := func(line string) int {
+		fields, at, in := 0, 0, false
+		for _, c := range line {
+			if c != ' ' && !in {
+				if fields++; fields == 9 {
+					return at
+				}
+			}
+			in = c != ' '
+			if unicode.Is(unicode.Han, c) {
+				at += 2
+			} else {
+				at++
+			}
+		}
+		return -1
+	}
+	want := col(lines[0])
+	for _, l := range lines[1:] {
+		if got := col(l); got != want {
+			t.Errorf("INSTALL starts at column %d in %q, at %d in the header:\n%s", got, l, want, r.stdout)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -170,19 +169,16 @@ func writeWithStates(b *bufio.Writer, raw []byte, foreign bool, state, spawner s
 }
 
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
-	bw := bufio.NewWriterSize(w, 64<<10) // tabwriter writes cell by cell: one syscall each
-	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	// One word per header, so that awk and cut see as many header fields as row fields.
-	fmt.Fprintln(tw, "PID\tSTATE\tAGE\tOWNER\tSPAWNER\tSPAWNER_STATE\tCONTAINMENT\tPURPOSE\tINSTALL\tARGV")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	rows := make([][]string, 0, 1+len(entries))
+	rows = append(rows, []string{"PID", "STATE", "AGE", "OWNER", "SPAWNER", "SPAWNER_STATE", "CONTAINMENT", "PURPOSE", "INSTALL", "ARGV"})
 	for _, n := range nest(entries) {
 		e := n.e
-		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID,
-			e.State, age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.SpawnerPID), e.SpawnerState,
-			cell(containment(*e.Row)), cell(e.Purpose), cell(e.Install), argvCell(e.Argv))
+		rows = append(rows, []string{strings.Repeat("  ", n.depth) + strconv.Itoa(e.PID),
+			e.State.String(), age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.SpawnerPID), e.SpawnerState,
+			cell(containment(*e.Row)), cell(e.Purpose), cell(e.Install), argvCell(e.Argv)})
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	writeColumns(bw, rows)
 	return bw.Flush()
 }
 

@@ -216,7 +216,7 @@ func (o *Owner) receipt(ctx context.Context, id procid.ID) (ledger.Row, error) {
 	_, err := o.Ledger.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) {
 		for i := range rows {
 			if sameChild(rows[i], id) {
-				if err := setOwner(&rows[i], o.self); err != nil {
+				if err := setOwner(&rows[i], o.self, o.Caller); err != nil {
 					return nil, err
 				}
 				row = rows[i].Decoded()

@@ -113,7 +113,7 @@ func (c *Child) reclaim(ctx context.Context, receiver int) error {
 	_, err := c.owner.Ledger.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) {
 		for i := range rows {
 			if full := rows[i].Decoded(); sameChild(full, c.ID) && full.Owner != nil && *full.Owner == receiver {
-				if err := setOwner(&rows[i], c.owner.self); err != nil {
+				if err := setOwner(&rows[i], c.owner.self, c.owner.Caller); err != nil {
 					return nil, err
 				}
 			}
@@ -133,12 +133,17 @@ func sameChild(row ledger.Row, id procid.ID) bool {
 
 // setOwner makes owner the row's owner and its spawner of record: reap judges a row by its
 // spawner, and a transferred child must not be swept because the giver, which started it, is
-// gone while the owner that covers it lives.
-func setOwner(row *ledger.Row, owner procid.Incarnation) error {
+// gone while the owner that covers it lives. The caller the owner serves replaces the previous
+// owner's (or, nil, removes it): left in the row, it would name a process that no longer rules
+// the child.
+func setOwner(row *ledger.Row, owner procid.Incarnation, caller *procid.ID) error {
 	// The giver's boot start and pidfs id go with it: left in the row, they would name the
 	// giver, and the new owner, checked against them, would read as dead (a reap would stop its
 	// child). The receiver's are recorded as a start records its spawner's (ledger.NewRow).
-	var boot, pidfd any // nil: the field is removed
+	var boot, pidfd, callerPID, callerStart any // nil: the field is removed
+	if caller != nil {
+		callerPID, callerStart = caller.PID, caller.Start
+	}
 	if owner.BootID != "" {
 		boot = owner.BootStart
 		if owner.PidfdID != 0 {
@@ -151,6 +156,7 @@ func setOwner(row *ledger.Row, owner procid.Incarnation) error {
 	}{
 		{"owner", owner.PID}, {"spawner_pid", owner.PID}, {"spawner_create", owner.CreateTime},
 		{"spawner_start_ticks", owner.Start}, {"spawner_boot", boot}, {"spawner_pidfd_id", pidfd},
+		{"caller_pid", callerPID}, {"caller_start_ticks", callerStart},
 	} {
 		var err error
 		if f.val == nil {

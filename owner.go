@@ -37,6 +37,10 @@ type Owner struct {
 	// Stop is how [Owner.Close] stops the children still running; the zero value uses the
 	// defaults.
 	Stop StopOptions
+	// Caller, when set, is the process this owner serves, whose end the program takes as its own
+	// (custody run's --owner): each row the owner writes, a receipt included, records it
+	// (caller_pid, caller_start_ticks). It changes nothing else; watching it is the program's.
+	Caller *procid.ID
 
 	once    sync.Once
 	initErr error
@@ -358,6 +362,9 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation
 	row.Owner = ptr(o.self.PID)
+	if o.Caller != nil {
+		row.CallerPID, row.CallerStartTicks = ptr(o.Caller.PID), ptr(o.Caller.Start)
+	}
 	if pg := c.scope.PGID(); pg > 0 {
 		row.PGID = ptr(pg)
 	}

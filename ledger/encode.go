@@ -87,6 +87,10 @@ func encodeRow(r Row) ([]byte, error) {
 		return json.Marshal(r)
 	}
 	b = appendUintOmit(b, `,"cgroup_id":`, r.CgroupID)
+	if r.CallerPID != nil {
+		b = appendIntPtr(b, `,"caller_pid":`, r.CallerPID)
+	}
+	b = appendUintOmit(b, `,"caller_start_ticks":`, r.CallerStartTicks)
 	return append(b, '}'), nil
 }
 

@@ -33,6 +33,8 @@ const (
 	fieldContainment
 	fieldCgroup
 	fieldCgroupID
+	fieldCallerPID
+	fieldCallerStartTicks
 )
 
 // fieldOf names the field key is the JSON name of: one comparison of the name per field of a row
@@ -101,6 +103,10 @@ func custodyFieldOf(key []byte) field {
 		return fieldCgroup
 	case "cgroup_id":
 		return fieldCgroupID
+	case "caller_pid":
+		return fieldCallerPID
+	case "caller_start_ticks":
+		return fieldCallerStartTicks
 	}
 	return fieldUnknown
 }

@@ -44,6 +44,8 @@ type Row struct {
 	Containment       string  `json:"containment,omitempty"`         // "cgroup", "process-group" or "job"
 	Cgroup            string  `json:"cgroup,omitempty"`              // a cgroup scope's hierarchy path
 	CgroupID          *uint64 `json:"cgroup_id,omitempty"`           // its inode number (the kernel's cgroup id)
+	CallerPID         *int    `json:"caller_pid,omitempty"`          // the process the owner serves: its end ends the child
+	CallerStartTicks  *uint64 `json:"caller_start_ticks,omitempty"`  // its exact start, as start_ticks
 
 	raw []byte // the row as read, written back verbatim while unchanged
 	// identityOnly: decoded from raw with the identity fields only, as the write path reads, and
@@ -289,6 +291,10 @@ func (r *Row) decodeCustodyField(f field, v []byte, vals *values) {
 		r.Cgroup, _ = jsonscan.String(v)
 	case fieldCgroupID:
 		r.CgroupID = uintPtr(v, vals)
+	case fieldCallerPID:
+		r.CallerPID = intPtr(v, vals)
+	case fieldCallerStartTicks:
+		r.CallerStartTicks = uintPtr(v, vals)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 type adoptOptions struct {
 	*globals
 	grace time.Duration
+	owner string // --owner: parent, self or a PID (see takeOwner)
 	grant string
 }
 
@@ -42,11 +43,15 @@ exits 5 rather than claim a status it does not know. On Windows the grant is red
 giver's named pipe, and the giver duplicates its handle on the child's job into custody, which is
 the cover: the job dies with custody's handle.
 
+%s
+
 EXIT STATUS
   N       the child's exit code (Windows; Linux 6.15+)
   128+N   the child was killed by signal N (Linux 6.15+)
   5       the child exited; its status is reported to its parent alone
-  1       the grant was refused or custody could not take the child; nothing changed
+  129     the owner ended (see --owner), and the child's group was stopped
+  1       the grant was refused, custody could not take the child, or the owner was already
+          gone; nothing changed
   2       bad flags or arguments
   11      the ledger lock was held too long by another process; nothing changed`
 
@@ -55,11 +60,12 @@ func newAdopt(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:        "adopt",
 		Usage:       "Become the owner of a child another owner granted",
-		UsageText:   "custody adopt [--grace D] GRANT",
-		Description: adoptHelp,
+		UsageText:   "custody adopt [--grace D] [--owner parent|PID|self] GRANT",
+		Description: fmt.Sprintf(adoptHelp, ownerHelp),
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
 				Usage: "time between SIGTERM and SIGKILL for what is left"},
+			ownerFlag(&o.owner),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -80,11 +86,19 @@ func runAdopt(ctx context.Context, o *adoptOptions) error {
 	if err != nil {
 		return err
 	}
+	// The owner is held before the grant is redeemed: one already gone leaves it unredeemed.
+	served, err := takeOwner(o.owner)
+	if err != nil {
+		return err
+	}
+	if served != nil {
+		defer served.Close()
+	}
 	l, err := o.open()
 	if err != nil {
 		return err
 	}
-	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
+	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv, Caller: ownerID(served),
 		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "adopt")}}
 	defer owner.Supervisor.Close()
 	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
@@ -103,6 +117,12 @@ func runAdopt(ctx context.Context, o *adoptOptions) error {
 			child.Signal(sig)
 		case <-child.Done():
 			waiting = false
+		case <-ownerDone(served):
+			sayOwnerEnded(o.stderr, "adopt", served, child.ID.PID)
+			if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
+				fmt.Fprintf(o.stderr, "custody: warning: adopt: the child's group: %s: %s\n", res.Outcome, res.Reason)
+			}
+			return statusError{exitOwnerGone}
 		}
 	}
 	if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {

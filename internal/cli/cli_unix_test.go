@@ -151,8 +151,8 @@ func TestPsSanitises(t *testing.T) {
 		}
 	}
 	header, plain := strings.Fields(lines[0]), strings.Fields(lines[1])
-	if len(plain) != len(header) || len(header) != 10 {
-		t.Errorf("header has %d fields, a plain row %d, want 10 each:\n%s", len(header), len(plain), r.stdout)
+	if len(plain) != len(header) || len(header) != 11 {
+		t.Errorf("header has %d fields, a plain row %d, want 11 each:\n%s", len(header), len(plain), r.stdout)
 	}
 }
 

@@ -100,7 +100,7 @@ func writeBash(w io.Writer, root *cli.Command) {
 	fmt.Fprintln(w, `  for ((i = 1; i < COMP_CWORD; i++)); do`)
 	fmt.Fprintln(w, `    case ${COMP_WORDS[i]} in`)
 	fmt.Fprintln(w, `      --) [[ $cmd == run ]] && { COMPREPLY=($(compgen -c -- "$cur")); [[ $i -lt $((COMP_CWORD-1)) ]] && COMPREPLY=($(compgen -f -- "$cur")); return; };;`)
-	fmt.Fprintln(w, `      --ledger|--install-root|--hermes-home|--tag-env|--install|--purpose|--grace|--pid|--host|--port|--owner-pgid|--parent-pgid|--socket-path) ((i++));;`)
+	fmt.Fprintln(w, `      --ledger|--install-root|--hermes-home|--tag-env|--install|--purpose|--grace|--pid|--host|--port|--owner|--owner-pgid|--parent-pgid|--socket-path) ((i++));;`)
 	fmt.Fprintln(w, `      -*) ;;`)
 	fmt.Fprintln(w, `      *) [[ -z $cmd ]] && cmd=${COMP_WORDS[i]};;`)
 	fmt.Fprintln(w, `    esac`)

@@ -28,6 +28,9 @@ const (
 	exitStale    exitCode = 4  // stop, reap: processes were signalled, then the ledger or the report failed
 	exitUnknown  exitCode = 5  // adopt: the child exited; its status went to its parent alone
 	exitLocked   exitCode = 11 // the ledger lock was held too long by another process; nothing written
+	// run, adopt: the owner ended, and the child's scope was stopped; 128+SIGHUP, as a shell
+	// reports a job whose terminal hung up
+	exitOwnerGone exitCode = 129
 )
 
 // usageError marks bad input on the command line.

@@ -33,8 +33,10 @@ listed (the ledger is the user's own); --install ID lists only the rows of one i
 12-hex-digit id in the INSTALL column, which hashes the directory the spawning program ran from.
 
 Columns: PID, STATE, AGE (since the process started), OWNER (the PID of the owner whose supervisor
-covers it), SPAWNER and SPAWNER_STATE, CONTAINMENT, PURPOSE, INSTALL, and ARGV (quoted; a trailing
-… marks a cut). Other programs write rows too: a field holding a space, a quote, a control
+covers it), CALLER (the process that owner serves, whose end ends the child: custody run's and
+adopt's caller, or the process --owner named; - for --owner self and for a program that owns its
+children itself), SPAWNER and SPAWNER_STATE, CONTAINMENT, PURPOSE, INSTALL, and ARGV (quoted; a
+trailing … marks a cut). Other programs write rows too: a field holding a space, a quote, a control
 character or a terminal escape is shown quoted, with such characters escaped (\t, \n, \x1b), so
 that it can neither split a row nor reach the terminal. An empty field shows as -.
 
@@ -171,11 +173,11 @@ func writeWithStates(b *bufio.Writer, raw []byte, foreign bool, state, spawner s
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	rows := make([][]string, 0, 1+len(entries))
-	rows = append(rows, []string{"PID", "STATE", "AGE", "OWNER", "SPAWNER", "SPAWNER_STATE", "CONTAINMENT", "PURPOSE", "INSTALL", "ARGV"})
+	rows = append(rows, []string{"PID", "STATE", "AGE", "OWNER", "CALLER", "SPAWNER", "SPAWNER_STATE", "CONTAINMENT", "PURPOSE", "INSTALL", "ARGV"})
 	for _, n := range nest(entries) {
 		e := n.e
 		rows = append(rows, []string{strings.Repeat("  ", n.depth) + strconv.Itoa(e.PID),
-			e.State.String(), age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.SpawnerPID), e.SpawnerState,
+			e.State.String(), age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.CallerPID), pidOrDash(e.SpawnerPID), e.SpawnerState,
 			cell(containment(*e.Row)), cell(e.Purpose), cell(e.Install), argvCell(e.Argv)})
 	}
 	writeColumns(bw, rows)

@@ -31,6 +31,7 @@ type runOptions struct {
 	verbose  bool
 	grantEnv string
 	grantTTL time.Duration
+	owner    string // --owner: parent, self or a PID (see takeOwner)
 	argv     []string
 }
 
@@ -47,6 +48,8 @@ after it.
 
 --purpose must be non-empty and hold no ':', and the tag variable (--tag-env) must be an
 environment name not already set to something other than a spawn tag.
+
+%s
 
 If custody itself dies, by any cause (SIGKILL, OOM, a crash), the supervisor stops the whole scope
 within the grace. If the supervisor dies, custody says so on standard error, starts a new one
@@ -74,7 +77,10 @@ EXIT STATUS
   0       the child was handed to another owner (--grant-env)
   N       the child's exit code
   128+N   the child was killed by signal N
-  1       custody could not start or record the child; whatever it had started was killed
+  129     the owner ended (see --owner), and the child's scope was stopped; the line on standard
+          error tells this from a child killed by SIGHUP
+  1       custody could not start or record the child, or the owner was already gone; whatever
+          it had started was killed
   2       bad flags or arguments
   126     CMD was found but could not be executed
   127     CMD was not found (in $PATH, or at the path given)
@@ -85,8 +91,8 @@ func newRun(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:         "run",
 		Usage:        "Run a command as an owned child that dies with custody",
-		UsageText:    "custody run [--purpose P] [--grace D] [--keep] [--verbose] [--grant-env NAME [--grant-ttl D]] -- CMD [ARGS]",
-		Description:  runHelp,
+		UsageText:    "custody run [--purpose P] [--grace D] [--owner parent|PID|self] [--keep] [--verbose] [--grant-env NAME [--grant-ttl D]] -- CMD [ARGS]",
+		Description:  fmt.Sprintf(runHelp, ownerHelp),
 		StopOnNthArg: new(1), // flags after CMD belong to CMD
 		ArgValidator: needArgs("a command to run"),
 		Flags: []cli.Flag{
@@ -97,6 +103,7 @@ func newRun(g *globals) *cli.Command {
 			&cli.DurationFlag{Name: "grant-ttl", Value: custody.DefaultGrantTTL, Destination: &o.grantTTL,
 				Usage: "how long the grant is served"},
 			&cli.BoolFlag{Name: "keep", Destination: &o.keep, Usage: "never let reap stop it after a crash"},
+			ownerFlag(&o.owner),
 			&cli.StringFlag{Name: "purpose", Value: custody.DefaultPurpose, Destination: &o.purpose,
 				Usage: "what the child is for: serve, gateway, mcp-helper, …"},
 			&cli.BoolFlag{Name: "verbose", Destination: &o.verbose,
@@ -130,6 +137,14 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	// The owner is held before anything is read or started: one already gone changes nothing.
+	served, err := takeOwner(o.owner)
+	if err != nil {
+		return err
+	}
+	if served != nil {
+		defer served.Close()
+	}
 	path, err := exec.LookPath(o.argv[0])
 	if err != nil {
 		fmt.Fprintf(o.stderr, "custody: error: run: %v\n", err)
@@ -144,7 +159,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv,
+	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv, Caller: ownerID(served),
 		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "run")}}
 	defer owner.Supervisor.Close()
 	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
@@ -180,6 +195,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 			child.Signal(sig) // an already-exited group has nothing to forward to
 		case <-child.Done():
 			waiting = false
+		case <-ownerDone(served):
+			sayOwnerEnded(o.stderr, "run", served, child.ID.PID)
+			tty.restore()
+			if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
+				fmt.Fprintf(o.stderr, "custody: warning: run: the child's scope: %s: %s\n", res.Outcome, res.Reason)
+			}
+			return statusError{exitOwnerGone}
 		case <-granted:
 			granted = nil
 			if handedOver(o.stderr, child) {

@@ -198,6 +198,9 @@ func (s *server) markStale(pgid int, stale bool) {
 	if s.stale[pgid] {
 		return
 	}
+	if s.stale == nil {
+		s.stale = make(map[int]bool)
+	}
 	if len(s.staleOrder) >= maxStale {
 		delete(s.stale, s.staleOrder[0])
 		s.staleOrder = s.staleOrder[1:]

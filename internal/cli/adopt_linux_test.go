@@ -49,15 +49,7 @@ func TestAdoptUnknownStatusSaysSo(t *testing.T) {
 	exe, _ := os.Executable()
 	reaper := testproc.Start(t, testproc.Helper(t, "lazy-reaper", "--ledger", led, "run", "--grace", "1s",
 		"--grant-env", "HANDOFF", "--", "env", testproc.Env("grantee"), exe, "HANDOFF", granted, life))
-	var got []string
-	testproc.WaitFor(t, 30*time.Second, func() error {
-		b, err := os.ReadFile(granted)
-		got = strings.Fields(string(b))
-		return err
-	})
-	if len(got) != 2 {
-		t.Fatalf("the child's grant file: %q", got)
-	}
+	got := awaitFields(t, granted, 2)
 	child := incarnationOf(t, got[0])
 	receiverCmd := testproc.Helper(t, "custody", "--ledger", led, "adopt", "--grace", "1s", got[1])
 	var stderr bytes.Buffer

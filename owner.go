@@ -91,6 +91,11 @@ type StartOptions struct {
 
 func (o *Owner) init() error {
 	o.once.Do(func() {
+		// On an OS where no process can be identified (the BSDs), say so, rather than fail later
+		// at the first read of some process.
+		if o.initErr = procid.Supported(); o.initErr != nil {
+			return
+		}
 		if o.Ledger == nil {
 			p, err := ledger.Resolve("")
 			if err != nil {

@@ -29,13 +29,16 @@ func TestEncodeRow(t *testing.T) {
 	}
 }
 
+// intSpan is the range of the rows' random ints: 2^40, or all of int where int is 32 bits.
+const intSpan = min(1<<40, math.MaxInt)
+
 func randomRow(rng *rand.Rand) ledger.Row {
 	maybe := func() bool { return rng.IntN(3) == 0 }
 	intp := func() *int {
 		if maybe() {
 			return nil
 		}
-		v := rng.IntN(1<<40) - 1<<39
+		v := rng.IntN(intSpan) - intSpan/2
 		return &v
 	}
 	uintp := func() *uint64 {

@@ -70,7 +70,8 @@ func onlyChildren(dir string) bool {
 		return false
 	}
 	n, ok := statField(stat, "nr_descendants")
-	return ok && n == st.Nlink-2
+	// Stat_t.Nlink is a uint64 on amd64 but a uint32 on arm64, arm, 386, riscv64, loong64 and mips.
+	return ok && n == uint64(st.Nlink)-2
 }
 
 // statField returns a field of cgroup.stat.

@@ -247,7 +247,8 @@ func (w *waiter) closeFamilies() {
 // openEvents opens the family's directory's cgroup.events, if the directory is a cgroup whose
 // subdirectories are all the family's scopes: kernfs counts a directory's links as 2 plus its
 // subdirectories. A subdirectory made after this count keeps the directory populated while it
-// is; the family's rounds settle its scopes then.
+// is; the family's rounds settle its scopes then. (Stat_t.Nlink is a uint32 on arm64, arm, 386,
+// riscv64, loong64 and mips.)
 func (f *family) openEvents() bool {
 	dir, err := unix.Open(f.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
@@ -257,7 +258,7 @@ func (f *family) openEvents() bool {
 	var fs unix.Statfs_t
 	var st unix.Stat_t
 	if unix.Fstatfs(dir, &fs) != nil || fs.Type != unix.CGROUP2_SUPER_MAGIC ||
-		unix.Fstat(dir, &st) != nil || st.Nlink != uint64(2+len(f.scopes)) {
+		unix.Fstat(dir, &st) != nil || uint64(st.Nlink) != uint64(2+len(f.scopes)) {
 		return false
 	}
 	f.events, err = unix.Openat(dir, "cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)

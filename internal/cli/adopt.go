@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
 	"github.com/custody-dev/custody/supervise"
 )
@@ -85,6 +86,10 @@ func runAdopt(ctx context.Context, o *adoptOptions) error {
 	tagEnv, err := o.tagName()
 	if err != nil {
 		return err
+	}
+	// Where no process can be identified (the BSDs), nothing can be owned: say that, first.
+	if err := procid.Supported(); err != nil {
+		return fmt.Errorf("adopt: %w", err)
 	}
 	// The owner is held before the grant is redeemed: one already gone leaves it unredeemed.
 	served, err := takeOwner(o.owner)

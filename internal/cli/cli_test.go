@@ -107,7 +107,7 @@ func checkOneLineError(t *testing.T, desc string, r result, code int) {
 // TestHelp: the root and every command document their exit status.
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"ps", "--help"}, {"register", "--help"},
-		{"stop", "--help"}, {"reap", "--help"}, {"supervise", "--help"}, {"doctor", "--help"}} {
+		{"stop", "--help"}, {"reap", "--help"}, {"supervise", "--help"}, {"doctor", "--help"}, {"version", "--help"}} {
 		r := runCLI(t, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "EXIT STATUS") {
 			t.Errorf("custody %v: exit %d, no EXIT STATUS section:\n%s", args, r.code, r.stdout)

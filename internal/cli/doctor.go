@@ -36,7 +36,8 @@ refuses an untrusted ledger; doctor says why, and reads nothing more of it.
 EXIT STATUS
   0   the ledger is healthy and trusted (or absent)
   1   the ledger is corrupt (the next write moves it aside), cannot be read (permissions or
-      I/O: nothing moves it, and every verb fails until it can be read), or is not trusted
+      I/O: nothing moves it, and every verb fails until it can be read), or is not trusted; or
+      this OS is one where custody cannot identify processes (FreeBSD and the other BSDs)
   2   bad flags or arguments`
 
 // check is one line of the report.
@@ -96,7 +97,7 @@ func runDoctor(ctx context.Context, o *doctorOptions) error {
 	} else {
 		printDoctor(o, rep)
 	}
-	if rep.Ledger.Corrupt != "" || rep.Ledger.Unreadable != "" || rep.Ledger.Trust != "ok" {
+	if rep.Ledger.Corrupt != "" || rep.Ledger.Unreadable != "" || rep.Ledger.Trust != "ok" || procid.Supported() != nil {
 		return statusError{exitError}
 	}
 	return nil

@@ -150,8 +150,8 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 			hermesHomeFlag(g),
 		},
 		Version: version(),
-		Commands: []*cli.Command{newAdopt(g), newCompletion(), newDoctor(g), newHelp(), newPs(g), newReap(g),
-			newRegister(g), newRun(g), newStop(g), newSupervise(g)},
+		Commands: []*cli.Command{newAdopt(g), newAgent(g), newCompletion(), newDoctor(g), newHelp(), newPs(g), newReap(g),
+			newRegister(g), newRun(g), newStop(g), newSupervise(g), newVersion()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(ctx, cmd); err != nil { // an unknown command is bad input, not a failure
 				return err

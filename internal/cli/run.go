@@ -137,6 +137,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	// Where no process can be identified (the BSDs), nothing can be owned: say that, first.
+	if err := procid.Supported(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	// The owner is held before anything is read or started: one already gone changes nothing.
 	served, err := takeOwner(o.owner)
 	if err != nil {

@@ -1,0 +1,356 @@
+//go:build unix
+
+package agent
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/tag"
+)
+
+// startRequest is a start's fields.
+type startRequest struct {
+	Argv     []string           `json:"argv"`
+	Env      *map[string]string `json:"env"`
+	Cwd      string             `json:"cwd"`
+	Purpose  *string            `json:"purpose"`
+	Grace    *float64           `json:"grace"`
+	Keep     bool               `json:"keep"`
+	TagEnv   *string            `json:"tag_env"`
+	GrantEnv string             `json:"grant_env"`
+	Stdio    []string           `json:"stdio"`
+	Fifos    string             `json:"fifos"`
+}
+
+// started is a start's (and an adopt's) result.
+type started struct {
+	PID         int      `json:"pid"`
+	PGID        int      `json:"pgid"`
+	CreateTime  float64  `json:"create_time"`
+	Containment string   `json:"containment"`
+	FDs         []string `json:"fds,omitempty"`
+}
+
+var streamNames = [3]string{"stdin", "stdout", "stderr"}
+
+func (s *server) start(req request, f *frame) {
+	var r startRequest
+	if e := req.decode(&r); e != nil {
+		f.closeFDs()
+		s.fail(req.id, e)
+		return
+	}
+	res, fds, e := s.startChild(r, f)
+	if e != nil {
+		s.fail(req.id, e)
+		return
+	}
+	s.c.send(encodeReply(req.id, res.result), fds)
+	for _, fd := range fds {
+		fd.Close()
+	}
+	s.watch(res.h)
+}
+
+// startResult is a started child and what its reply says.
+type startResult struct {
+	h      *held
+	result started
+}
+
+// startChild checks a start, builds its command and starts it. The descriptors of f are used or
+// closed; the returned ones are the client's ends of the pipes, to be sent and closed.
+func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs []*os.File, _ *replyError) {
+	st, e := s.stdio(r, f)
+	if e != nil {
+		return startResult{}, nil, e
+	}
+	defer st.closeChildSide() // the child has its own copies once started
+	ok := false
+	defer func() {
+		if !ok {
+			st.closeClientSide()
+		}
+	}()
+	grace, e := graceOf(r.Grace, s.cfg.Grace)
+	if e != nil {
+		return startResult{}, nil, e
+	}
+	if len(r.Argv) == 0 {
+		return startResult{}, nil, errorf(codeBadRequest, "argv: a non-empty array of strings is required")
+	}
+	purpose := "helper"
+	if r.Purpose != nil {
+		purpose = *r.Purpose
+		if purpose == "" || strings.Contains(purpose, ":") {
+			return startResult{}, nil, errorf(codeBadRequest, "purpose %q: must be non-empty and hold no ':'", purpose)
+		}
+	}
+	env := os.Environ()
+	if r.Env != nil {
+		env = env[:0:0]
+		for k, v := range *r.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+				return startResult{}, nil, errorf(codeBadRequest, "env: %q is not a variable", k)
+			}
+			env = append(env, k+"="+v)
+		}
+	}
+	tagEnv := s.cfg.TagEnv
+	if r.TagEnv != nil {
+		if !tag.ValidEnvName(*r.TagEnv) {
+			return startResult{}, nil, errorf(codeBadRequest, "tag_env %q: not an environment variable name", *r.TagEnv)
+		}
+		tagEnv = *r.TagEnv
+	}
+	if r.Cwd != "" {
+		if fi, err := os.Stat(r.Cwd); err != nil || !fi.IsDir() {
+			return startResult{}, nil, errorf(codeBadRequest, "cwd %q: not a directory", r.Cwd)
+		}
+	}
+	if r.GrantEnv != "" && strings.ContainsAny(r.GrantEnv, "=\x00") {
+		return startResult{}, nil, errorf(codeBadRequest, "grant_env %q: not a variable name", r.GrantEnv)
+	}
+	path, e := lookPath(r.Argv[0], env, r.Cwd)
+	if e != nil {
+		return startResult{}, nil, e
+	}
+	cmd := &exec.Cmd{Path: path, Args: r.Argv, Env: env, Dir: r.Cwd}
+	// A nil *os.File stored in Stdin's interface is not a nil interface: os/exec would hand the
+	// child descriptor -1 (a closed stream) instead of the null device it opens for nil.
+	if st.child[0] != nil {
+		cmd.Stdin = st.child[0]
+	}
+	if st.child[1] != nil {
+		cmd.Stdout = st.child[1]
+	}
+	if st.child[2] != nil {
+		cmd.Stderr = st.child[2]
+	}
+	owner := s.ownerFor(tagEnv)
+	if s.isEnding() {
+		return startResult{}, nil, errorf(codeStartFailed, "the agent is ending: its owner is gone")
+	}
+	s.startMu.Lock()
+	child, err := owner.Start(context.Background(), cmd, custody.StartOptions{Purpose: purpose, Keep: r.Keep,
+		GrantEnv: r.GrantEnv})
+	s.startMu.Unlock()
+	if err != nil {
+		return startResult{}, nil, startError(err)
+	}
+	h := &held{child: child, cmd: cmd, argv: r.Argv, purpose: purpose, grace: grace}
+	if !s.hold(h) {
+		s.finalStop(h)
+		return startResult{}, nil, errorf(codeStartFailed, "the agent is ending: its owner is gone")
+	}
+	if g := child.EnvGrant(); g != nil {
+		s.watchGrant(h, g)
+	}
+	ok = true
+	return startResult{h: h, result: s.describe(child, cmd, st.names)}, st.client, nil
+}
+
+// describe is a started or adopted child's part of the reply.
+func (s *server) describe(child *custody.Child, cmd *exec.Cmd, fds []string) started {
+	res := started{PID: child.ID.PID, PGID: child.ID.PID, Containment: s.containment, FDs: fds}
+	if cmd != nil && (cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid) {
+		res.PGID = 0 // not its group's leader; the group is the agent's
+		if pg, err := syscall.Getpgid(child.ID.PID); err == nil {
+			res.PGID = pg
+		}
+	}
+	if inc, err := procid.Of(child.ID); err == nil {
+		res.CreateTime = math.Round(inc.CreateTime*1000) / 1000
+	}
+	return res
+}
+
+// hold records a started child, unless the agent is ending.
+func (s *server) hold(h *held) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ending {
+		return false
+	}
+	s.children[h.child.ID.PID] = h
+	return true
+}
+
+func (s *server) isEnding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ending
+}
+
+// graceOf reads a grace in seconds: a number > 0, or def when absent.
+func graceOf(g *float64, def time.Duration) (time.Duration, *replyError) {
+	if g == nil {
+		return def, nil
+	}
+	if !(*g > 0) || *g > 1e6 {
+		return 0, errorf(codeBadRequest, "grace %v: must be a number of seconds > 0", *g)
+	}
+	return time.Duration(*g * float64(time.Second)), nil
+}
+
+// lookPath finds argv[0] as the client's language would: a name without '/' in the PATH of the
+// child's environment, relative entries from the child's working directory.
+func lookPath(name string, env []string, cwd string) (string, *replyError) {
+	if strings.Contains(name, "/") {
+		p := name
+		if cwd != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if err := executable(p); err != nil {
+			return "", err
+		}
+		return name, nil
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	var denied *replyError
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		full := p
+		if cwd != "" && !filepath.IsAbs(p) {
+			full = filepath.Join(cwd, p)
+		}
+		err := executable(full)
+		if err == nil {
+			return p, nil // a relative path is the kernel's to resolve, from the child's directory
+		}
+		if err.Code == codePermissionDenied && denied == nil {
+			denied = err
+		}
+	}
+	if denied != nil {
+		return "", denied
+	}
+	return "", errorf(codeNotFound, "%s: not found in PATH %q", name, pathEnv)
+}
+
+// executable checks that p is a file this process may execute.
+func executable(p string) *replyError {
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errorf(codeNotFound, "%s: no such file", p)
+	case err != nil:
+		return errorf(codePermissionDenied, "%v", err)
+	case fi.IsDir():
+		return errorf(codePermissionDenied, "%s: is a directory", p)
+	}
+	if err := syscall.Access(p, 1); err != nil { // X_OK, as execve(2) will judge
+		return errorf(codePermissionDenied, "%s: %v", p, err)
+	}
+	return nil
+}
+
+// startError maps a failed start to its error code.
+func startError(err error) *replyError {
+	msg := strings.TrimPrefix(err.Error(), "custody: ")
+	switch {
+	case ledger.IsLocked(err):
+		return errorf(codeLedgerLocked, "%s", msg)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, exec.ErrNotFound):
+		return errorf(codeNotFound, "%s", msg)
+	case errors.Is(err, fs.ErrPermission):
+		return errorf(codePermissionDenied, "%s", msg)
+	}
+	return errorf(codeStartFailed, "%s", msg)
+}
+
+// watch sends the child's exit event once it has been reaped, after the reply to its start, and
+// forgets it once its scope is empty.
+func (s *server) watch(h *held) {
+	s.watches.Go(func() {
+		select {
+		case <-h.child.Done():
+		case <-s.closing:
+			return
+		}
+		s.mu.Lock()
+		forgotten := h.forgotten
+		s.mu.Unlock()
+		if !forgotten {
+			code, sig := exitOf(h.child.Wait())
+			s.event("exit", exitEvent{PID: h.child.ID.PID, Code: code, Signal: sig})
+		}
+		released := h.release() == nil
+		s.mu.Lock()
+		h.exited = true
+		h.ended = released
+		s.mu.Unlock()
+		if released {
+			time.AfterFunc(keepEnded, func() { s.forget(h, false) })
+		}
+	})
+}
+
+// keepEnded is how long a child that exited, with its scope empty, is still known: a signal or a
+// stop the client sent before it read the exit event is answered as for an exited child
+// (delivered false, already-exited), not as for a PID the agent never held. A new child that gets
+// the PID meanwhile takes its place.
+const keepEnded = 10 * time.Minute
+
+type exitEvent struct {
+	PID    int  `json:"pid"`
+	Code   *int `json:"code"`
+	Signal *int `json:"signal"`
+}
+
+// exitOf reads how the leader ended from what Wait returned: its exit code, or the signal that
+// killed it; neither when the OS did not say (an adopted child on an OS that tells its parent
+// alone).
+func exitOf(err error) (code, sig *int) {
+	if err == nil {
+		return new(0), nil
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return nil, new(int(ws.Signal()))
+		}
+		return new(ee.ExitCode()), nil
+	}
+	if ee, ok := errors.AsType[*custody.ExitError](err); ok {
+		if ee.Signal != 0 {
+			return nil, new(int(ee.Signal))
+		}
+		return new(ee.Code), nil
+	}
+	return nil, nil
+}
+
+// ownerFor returns the owner that stamps the tag in variable name, made at its first use: an
+// Owner stamps one variable, and every owner of the agent shares its ledger and its supervisor.
+func (s *server) ownerFor(name string) *custody.Owner {
+	name = tag.EnvName(name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.owners[name]
+	if !ok {
+		o = &custody.Owner{Ledger: s.cfg.Ledger, Install: s.cfg.Install, TagEnv: name, Supervisor: s.sup,
+			Stop: custody.StopOptions{Grace: s.cfg.Grace}}
+		s.owners[name] = o
+	}
+	return o
+}

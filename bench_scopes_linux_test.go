@@ -388,14 +388,15 @@ func directKill(b *testing.B, n int, inCgroups bool) time.Duration {
 
 // startInCgroup starts cmd in a cgroup scope of its own.
 func startInCgroup(b *testing.B, cmd *exec.Cmd) *scope.Scope {
-	if err := scope.Prepare(cmd); err != nil {
+	prep, err := scope.Prepare(cmd)
+	if err != nil {
 		b.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		scope.Abandon(cmd)
+		prep.Abandon()
 		b.Fatal(err)
 	}
-	s, err := scope.Attach(cmd)
+	s, err := prep.Attach()
 	if err != nil {
 		b.Fatal(err)
 	}

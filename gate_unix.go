@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 )
 
@@ -151,19 +152,12 @@ func runGate() {
 		return // not started as a gate: the variables came from elsewhere
 	}
 	var b [1]byte
-	n := 0
-	var err error
-	for {
-		n, err = unix.Read(fd, b[:])
-		if err != unix.EINTR {
-			break
-		}
-	}
+	n, _ := eintr.Retry(func() (int, error) { return unix.Read(fd, b[:]) })
 	unix.Close(fd)
 	if n != 1 {
 		os.Exit(gateExit) // the owner died before covering this child
 	}
-	err = syscall.Exec(path, os.Args, os.Environ())
+	err := syscall.Exec(path, os.Args, os.Environ())
 	fmt.Fprintf(os.Stderr, "custody: gate: exec %s: %v\n", path, err)
 	if errors.Is(err, os.ErrNotExist) {
 		os.Exit(127)

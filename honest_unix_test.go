@@ -19,7 +19,7 @@ import (
 // is already-exited, as every outcome but exited does.
 func TestChildStringAndSecondStop(t *testing.T) {
 	o := newOwner(t)
-	c, _ := start(t, o, custody.StartOptions{Purpose: "serve"})
+	c, _, _ := start(t, o, custody.StartOptions{Purpose: "serve"})
 	got := fmt.Sprintf("%v", c)
 	want := fmt.Sprintf("pid %d (serve, ", c.ID.PID)
 	if !strings.HasPrefix(got, want) || strings.ContainsAny(got, "{&") || got != c.String() {

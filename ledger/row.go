@@ -5,9 +5,8 @@ import (
 	"fmt"
 
 	"github.com/custody-dev/custody/internal/jsonscan"
-
+	"github.com/custody-dev/custody/internal/scopedesc"
 	"github.com/custody-dev/custody/procid"
-	"github.com/custody-dev/custody/scope"
 )
 
 // Row is one registered process. The first group of fields keep the meaning they have in the
@@ -60,10 +59,10 @@ func (r Row) Record() procid.Record {
 		CreateTime: r.CreateTime, PidfdID: r.PidfdID}
 }
 
-// ScopeDesc returns what the row records of its process's scope, for [scope.Open]. Rows written
+// ScopeDesc returns what the row records of its process's scope, for scope.Open. Rows written
 // by other programs describe none (Kind "").
-func (r Row) ScopeDesc() scope.Desc {
-	d := scope.Desc{Kind: scope.Kind(r.Scope), Leader: procid.ID{PID: r.PID}, Cgroup: r.Cgroup}
+func (r Row) ScopeDesc() scopedesc.Desc {
+	d := scopedesc.Desc{Kind: scopedesc.Kind(r.Scope), Leader: procid.ID{PID: r.PID}, Cgroup: r.Cgroup}
 	if r.StartTicks != nil {
 		d.Leader.Start = *r.StartTicks
 	}
@@ -75,6 +74,18 @@ func (r Row) ScopeDesc() scope.Desc {
 		d.CgroupID = *r.CgroupID
 	}
 	return d
+}
+
+// SetScope records the scope d describes (its leader is the row's process): the row's scope,
+// containment, process group and cgroup.
+func (r *Row) SetScope(d scopedesc.Desc) {
+	r.Scope, r.Containment = string(d.Kind), d.Kind.Containment()
+	if d.PGID > 0 {
+		r.PGID = &d.PGID
+	}
+	if d.Cgroup != "" {
+		r.Cgroup, r.CgroupID = d.Cgroup, &d.CgroupID
+	}
 }
 
 // SpawnerRecord returns what the row remembers of its spawner's incarnation. Its PID is 0 when no

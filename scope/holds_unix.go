@@ -5,8 +5,8 @@ package scope
 import "github.com/custody-dev/custody/procid"
 
 func (s *Scope) holds(pid int) (bool, error) {
-	if cg := s.sys.cg; cg != nil {
-		return cgroupHolds(cg.rel, pid)
+	if d := s.desc(); d.Kind == KindCgroup {
+		return cgroupHolds(d.Cgroup, pid)
 	}
 	inc, err := procid.Read(pid)
 	if err != nil {

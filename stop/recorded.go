@@ -44,7 +44,7 @@ func Recorded(ctx context.Context, rec procid.Record, d scope.Desc, opts Options
 func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.Scope, res Result, ok bool) {
 	t.PID, res.PID = rec.PID, rec.PID
 	if err := authority.Refuse(rec.PID); err != nil {
-		_, r := t.settle(res, err, true)
+		_, r := t.outcomeOf(res, err, true)
 		return t, nil, r, false
 	}
 	p, err := authority.Acquire(rec)
@@ -59,7 +59,7 @@ func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.S
 	}
 	gone := errors.Is(err, procid.ErrGone)
 	if err != nil && !gone {
-		_, r := t.settle(res, err, true)
+		_, r := t.outcomeOf(res, err, true)
 		return t, nil, r, false
 	}
 	t.Process = p
@@ -70,7 +70,7 @@ func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.S
 		if p != nil {
 			p.Close()
 		}
-		_, r := t.settle(res, err, true)
+		_, r := t.outcomeOf(res, err, true)
 		return t, nil, r, false
 	}
 	if s != nil {

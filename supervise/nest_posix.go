@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/custody-dev/custody/internal/localsock"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 )
@@ -354,7 +355,7 @@ func (p *pacedReader) Read(b []byte) (int, error) {
 // and a line not ended within NestTimeout (then the connection is closed; see pacedReader).
 func serveNestConn(c *net.UnixConn, id uint64, reqs chan<- nestRequest, done <-chan struct{}, log *slog.Logger) {
 	defer c.Close()
-	pid, uid, err := peerCred(c)
+	peer, err := localsock.PeerCred(c)
 	if err != nil {
 		log.Warn("supervise: refused nested connection", "err", err, "reason", "no peer credentials")
 		return
@@ -371,7 +372,7 @@ func serveNestConn(c *net.UnixConn, id uint64, reqs chan<- nestRequest, done <-c
 		}
 		cmd, ok := parseLine(line)
 		if err == nil && ok && (cmd.verb == verbRegister || cmd.verb == verbUnregister) {
-			r := nestRequest{cmd: cmd, conn: id, peer: pid, uid: uid, reply: make(chan bool, 1)}
+			r := nestRequest{cmd: cmd, conn: id, peer: peer.PID, uid: peer.UID, reply: make(chan bool, 1)}
 			select {
 			case reqs <- r:
 			case <-done:

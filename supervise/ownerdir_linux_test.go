@@ -27,7 +27,7 @@ func init() {
 			fmt.Println("error", err)
 			return 1
 		}
-		if err := scope.Prepare(exec.Command("true")); err != nil {
+		if _, err := scope.Prepare(exec.Command("true")); err != nil {
 			fmt.Println("error", err)
 			return 1
 		}

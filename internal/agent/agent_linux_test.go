@@ -751,3 +751,114 @@ func TestProcessGroupPath(t *testing.T) {
 	}
 	testproc.NoSurvivors(t, mark, time.Minute)
 }
+
+// TestDescriptorsAmongLines: starts that pass descriptors, each right behind a line without any,
+// which the kernel often hands the agent in one read with the start's descriptors: each start
+// gets its own.
+func TestDescriptorsAmongLines(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	var chans []chan msg
+	var outs []*os.File
+	for range 30 {
+		c.send(map[string]any{"op": "ping"})
+		r, w, _ := os.Pipe()
+		req := helperStart(t, "upper", mark)
+		req["stdio"] = []string{"null", "fd", "null"}
+		chans = append(chans, c.send(req, w))
+		w.Close()
+		outs = append(outs, r)
+	}
+	for i, ch := range chans {
+		if r := c.await(ch); !r.ok() {
+			t.Errorf("start %d: %s", i, r.raw)
+			continue
+		}
+		if b, _ := io.ReadAll(outs[i]); len(b) != 0 {
+			t.Errorf("start %d: stdout %q, want nothing (its stdin is the null device)", i, b)
+		}
+		outs[i].Close()
+	}
+}
+
+// TestStdioNull: "null" is the null device, opened for the child, not a closed descriptor.
+func TestStdioNull(t *testing.T) {
+	c := startAgent(t)
+	r := c.do(map[string]any{"op": "start", "argv": []string{"sh", "-c", "readlink /proc/self/fd/0 /proc/self/fd/2"},
+		"stdio": []string{"null", "pipe", "null"}})
+	if !r.ok() || len(r.fds) != 1 {
+		t.Fatalf("start: %s", r.raw)
+	}
+	out, _ := io.ReadAll(r.fds[0])
+	r.fds[0].Close()
+	if string(out) != "/dev/null\n/dev/null\n" {
+		t.Errorf("stdin and stderr are %q, want /dev/null twice", out)
+	}
+	c.event("exit")
+}
+
+// TestFifosWithdrawn: a token no start uses within its 10 s is withdrawn: its nodes go, and a
+// start that names it later is answered no-such-fifo.
+func TestFifosWithdrawn(t *testing.T) {
+	c := startAgent(t)
+	f := c.do(map[string]any{"op": "fifos", "streams": []string{"stdout"}})
+	if !f.ok() {
+		t.Fatalf("fifos: %s", f.raw)
+	}
+	path := f.fields["paths"].(map[string]any)["stdout"].(string)
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("%s: %v, want a named pipe", path, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the fifos' directory: %v, want mode 0700", err)
+	}
+	testproc.WaitFor(t, time.Minute, func() error {
+		if _, err := os.Lstat(path); err == nil {
+			return fmt.Errorf("%s still there", path)
+		}
+		return nil
+	})
+	r := c.do(map[string]any{"op": "start", "argv": []string{"true"}, "stdio": []string{"null", "fifo", "null"},
+		"fifos": f.str("token")})
+	if r.code() != "no-such-fifo" {
+		t.Errorf("a withdrawn token: %s, want no-such-fifo", r.raw)
+	}
+}
+
+// TestRowNamesClient: a child's row records the agent's client as the process its owner serves
+// (caller_pid), as a row of custody run records its caller; the owner field stays the agent's.
+func TestRowNamesClient(t *testing.T) {
+	c := startAgent(t)
+	r := c.do(map[string]any{"op": "start", "argv": []string{"cat"}, "stdio": []string{"pipe", "null", "null"}})
+	if !r.ok() || len(r.fds) != 1 {
+		t.Fatalf("start: %s", r.raw)
+	}
+	defer r.fds[0].Close() // cat's stdin: its end ends cat
+	data, err := os.ReadFile(c.ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		PID       int  `json:"pid"`
+		Owner     *int `json:"owner"`
+		CallerPID *int `json:"caller_pid"`
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatalf("ledger: %v", err)
+	}
+	pid := int(r.num("pid"))
+	for _, row := range rows {
+		if row.PID != pid {
+			continue
+		}
+		if row.CallerPID == nil || *row.CallerPID != os.Getpid() {
+			t.Errorf("caller_pid %v, want the client, pid %d", row.CallerPID, os.Getpid())
+		}
+		if row.Owner == nil || *row.Owner != c.agent.Process.Pid {
+			t.Errorf("owner %v, want the agent, pid %d", row.Owner, c.agent.Process.Pid)
+		}
+		return
+	}
+	t.Fatalf("no row for pid %d in %s", pid, data)
+}

@@ -33,22 +33,36 @@ type fdsAt struct {
 }
 
 // splitter cuts a byte stream into lines of at most MaxLine bytes and attributes descriptors to
-// lines by stream offset: descriptors that came with the bytes starting at offset a belong to the
-// line that contains byte a. The kernel delivers descriptors with the first byte of the
-// sendmsg(2) that carried them and never merges that byte into an earlier read, so the offset of
-// a read that returned descriptors is the offset of that sendmsg's data.
+// lines by stream offset. A sender attaches descriptors only to a sendmsg(2) that starts a line
+// declaring them (see docs/agent.md, "Framing"); where that sendmsg's bytes fall in the read that
+// returns its descriptors depends on the kernel:
+//
+//	OS     a read that returns descriptors                       they belong to the line holding
+//	Linux  ends within the sendmsg that carried them: it stops   the read's last byte
+//	       after that sendmsg's data, but may begin with
+//	       earlier data glued in front (unix_stream_read_generic)
+//	BSD    begins with that sendmsg's data: the descriptors      the read's first byte
+//	       head a record of their own, and a read does not
+//	       take data before them with them
 type splitter struct {
 	buf        []byte  // bytes after the last newline (none while discarding)
 	off        int64   // stream offset of buf[0]
 	pending    []fdsAt // descriptors not yet attributed, in stream order
 	discarding bool    // the current line is over MaxLine: drop bytes up to its newline
+	atLastByte bool    // descriptors go with a read's last byte, not its first (see above)
 }
+
+func newSplitter() *splitter { return &splitter{atLastByte: fdsWithLastByte} }
 
 // add appends one read's bytes, and the descriptors that came with them, and returns the lines
 // it completed.
 func (s *splitter) add(data []byte, fds []*os.File, trunc bool) []frame {
 	if len(fds) > 0 || trunc {
-		s.pending = append(s.pending, fdsAt{off: s.off + int64(len(s.buf)), fds: fds, trunc: trunc})
+		at := s.off + int64(len(s.buf))
+		if s.atLastByte && len(data) > 0 {
+			at += int64(len(data) - 1)
+		}
+		s.pending = append(s.pending, fdsAt{off: at, fds: fds, trunc: trunc})
 	}
 	var out []frame
 	for len(data) > 0 {

@@ -39,16 +39,18 @@ func TestSplitter(t *testing.T) {
 		{"a line across reads", []read{{"o", nil}, {"ne\nt", nil}, {"wo\n", nil}}, []want{{line: "one"}, {line: "two"}}},
 		{"descriptors with their line", []read{{"one\n", nil}, {"two\n", []*os.File{a, b}}, {"three\n", []*os.File{c}}},
 			[]want{{line: "one"}, {line: "two", fds: []*os.File{a, b}}, {line: "three", fds: []*os.File{c}}}},
-		{"descriptors in the middle of a line", []read{{"tw", nil}, {"o\nthree\n", []*os.File{a}}},
-			[]want{{line: "two", fds: []*os.File{a}}, {line: "three"}}},
+		{"descriptors with lines glued in front (Linux)", []read{{"one\ntwo\n", []*os.File{a}}},
+			[]want{{line: "one"}, {line: "two", fds: []*os.File{a}}}},
+		{"descriptors with a line cut short (Linux)", []read{{"one\ntw", []*os.File{a}}, {"o\n", nil}},
+			[]want{{line: "one"}, {line: "two", fds: []*os.File{a}}}},
 		{"the longest line", []read{{long[1:] + "\n", nil}, {"next\n", nil}}, []want{{line: long[1:]}, {line: "next"}}},
-		{"over the limit in one read", []read{{long + "\nnext\n", []*os.File{a}}},
+		{"over the limit in one read", []read{{long + "\n", []*os.File{a}}, {"next\n", nil}},
 			[]want{{tooLong: true, fds: []*os.File{a}}, {line: "next"}}},
 		{"over the limit across reads", []read{{long[:10], nil}, {long[10:], []*os.File{a}}, {"yy", nil}, {"y\n", []*os.File{b}},
 			{"next\n", []*os.File{c}}},
 			[]want{{tooLong: true, fds: []*os.File{a, b}}, {line: "next", fds: []*os.File{c}}}},
 	} {
-		var s splitter
+		s := splitter{atLastByte: true}
 		var got []frame
 		for _, r := range tc.reads {
 			got = append(got, s.add([]byte(r.data), r.fds, false)...)
@@ -73,5 +75,22 @@ func TestSplitter(t *testing.T) {
 		if len(s.pending) != 0 {
 			t.Errorf("%s: descriptors left unattributed", tc.desc)
 		}
+	}
+}
+
+// TestSplitterFirstByte: where a read's descriptors go with its first byte (the BSDs), lines
+// glued after the line that carried them do not take them.
+func TestSplitterFirstByte(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := splitter{atLastByte: false}
+	got := s.add([]byte("one\n"), nil, false)
+	got = append(got, s.add([]byte("two\nthree\n"), []*os.File{f}, false)...)
+	if len(got) != 3 || len(got[0].fds) != 0 || len(got[1].fds) != 1 || len(got[2].fds) != 0 {
+		t.Errorf("descriptors went to %d, %d, %d descriptors per line, want 0, 1, 0", len(got[0].fds), len(got[1].fds),
+			len(got[2].fds))
 	}
 }

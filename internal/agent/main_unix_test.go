@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,10 +96,11 @@ func TestMain(m *testing.M) {
 
 // client is the test's side of an agent's connection.
 type client struct {
-	t     testing.TB
-	conn  *net.UnixConn
-	agent *exec.Cmd
-	done  chan error // the agent's exit
+	t      testing.TB
+	conn   *net.UnixConn
+	agent  *exec.Cmd
+	ledger string     // the agent's ledger file
+	done   chan error // the agent's exit
 
 	mu      sync.Mutex
 	waiting map[string]chan msg
@@ -167,9 +169,10 @@ func ledgerPath(t testing.TB) string {
 func startAgent(t testing.TB, args ...string) *client {
 	t.Helper()
 	conn, theirs := socketpair(t)
-	cmd := testproc.Helper(t, "custody", append([]string{"--ledger", ledgerPath(t), "agent", "--fd", "3"}, args...)...)
+	path := ledgerPath(t)
+	cmd := testproc.Helper(t, "custody", append([]string{"--ledger", path, "agent", "--fd", "3"}, args...)...)
 	cmd.ExtraFiles = []*os.File{theirs}
-	c := &client{t: t, conn: conn, agent: cmd, done: make(chan error, 1), waiting: map[string]chan msg{},
+	c := &client{t: t, conn: conn, agent: cmd, ledger: path, done: make(chan error, 1), waiting: map[string]chan msg{},
 		events: make(chan msg, 1024), stderr: &lockedBuffer{}}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
@@ -202,23 +205,29 @@ func startAgent(t testing.TB, args ...string) *client {
 	return c
 }
 
-// readLoop reads messages, attributing descriptors to the line holding the first byte of the read
-// they came with, and hands replies to their requests, events to c.events.
+// readLoop reads messages, attributing descriptors as docs/agent.md's "Framing" says (Linux: to
+// the line holding the last byte of the read they came with; the BSDs: its first byte), and hands
+// replies to their requests, events to c.events.
 func (c *client) readLoop() {
 	defer close(c.events)
 	buf := make([]byte, 1<<16)
 	oob := make([]byte, syscall.CmsgSpace(64*4))
 	var pending []byte
 	var fds []*os.File
+	anchor := -1 // the index in pending of the byte fds go with
 	for {
 		n, oobn, _, _, err := c.conn.ReadMsgUnix(buf, oob)
-		if oobn > 0 {
+		if oobn > 0 && n > 0 {
 			msgs, _ := syscall.ParseSocketControlMessage(oob[:oobn])
 			for _, m := range msgs {
 				got, _ := syscall.ParseUnixRights(&m)
 				for _, fd := range got {
 					fds = append(fds, os.NewFile(uintptr(fd), "passed"))
 				}
+			}
+			anchor = len(pending)
+			if runtime.GOOS == "linux" {
+				anchor += n - 1
 			}
 		}
 		pending = append(pending, buf[:max(n, 0)]...)
@@ -231,11 +240,15 @@ func (c *client) readLoop() {
 			pending = pending[i+1:]
 			var m msg
 			m.raw = line
+			if anchor >= 0 && anchor <= i {
+				m.fds, fds, anchor = fds, nil, -1
+			} else if anchor > i {
+				anchor -= i + 1
+			}
 			if err := json.Unmarshal([]byte(line), &m.fields); err != nil {
 				c.t.Errorf("agent sent a line that is not JSON: %q", line)
 				continue
 			}
-			m.fds, fds = fds, nil
 			c.deliver(m)
 		}
 		if err != nil {

@@ -94,6 +94,10 @@ func Serve(uc *net.UnixConn, cfg Config) error {
 	select {
 	case <-hangup:
 	case <-cfg.OwnerDone:
+		// Another process may hold a copy of the connection: whatever it sends is not read, and
+		// no request starts once the end has begun.
+		uc.SetReadDeadline(time.Now())
+		<-hangup
 	}
 	return s.end()
 }
@@ -113,10 +117,10 @@ var capabilities = []string{"fds", "pipe", "fifo", "start", "fifos", "signal", "
 // readLoop reads requests until the connection ends, each served on its own goroutine.
 func (s *server) readLoop(hangup chan<- struct{}) {
 	defer close(hangup)
-	var sp splitter
+	sp := newSplitter()
 	defer sp.close()
 	for {
-		frames, err := s.c.read(&sp)
+		frames, err := s.c.read(sp)
 		for _, f := range frames {
 			s.requests.Add(1)
 			go func() {

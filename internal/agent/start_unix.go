@@ -84,50 +84,11 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 			st.closeClientSide()
 		}
 	}()
-	grace, e := graceOf(r.Grace, s.cfg.Grace)
+	v, e := s.check(r)
 	if e != nil {
 		return startResult{}, nil, e
 	}
-	if len(r.Argv) == 0 {
-		return startResult{}, nil, errorf(codeBadRequest, "argv: a non-empty array of strings is required")
-	}
-	purpose := "helper"
-	if r.Purpose != nil {
-		purpose = *r.Purpose
-		if purpose == "" || strings.Contains(purpose, ":") {
-			return startResult{}, nil, errorf(codeBadRequest, "purpose %q: must be non-empty and hold no ':'", purpose)
-		}
-	}
-	env := os.Environ()
-	if r.Env != nil {
-		env = env[:0:0]
-		for k, v := range *r.Env {
-			if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-				return startResult{}, nil, errorf(codeBadRequest, "env: %q is not a variable", k)
-			}
-			env = append(env, k+"="+v)
-		}
-	}
-	tagEnv := s.cfg.TagEnv
-	if r.TagEnv != nil {
-		if !tag.ValidEnvName(*r.TagEnv) {
-			return startResult{}, nil, errorf(codeBadRequest, "tag_env %q: not an environment variable name", *r.TagEnv)
-		}
-		tagEnv = *r.TagEnv
-	}
-	if r.Cwd != "" {
-		if fi, err := os.Stat(r.Cwd); err != nil || !fi.IsDir() {
-			return startResult{}, nil, errorf(codeBadRequest, "cwd %q: not a directory", r.Cwd)
-		}
-	}
-	if r.GrantEnv != "" && strings.ContainsAny(r.GrantEnv, "=\x00") {
-		return startResult{}, nil, errorf(codeBadRequest, "grant_env %q: not a variable name", r.GrantEnv)
-	}
-	path, e := lookPath(r.Argv[0], env, r.Cwd)
-	if e != nil {
-		return startResult{}, nil, e
-	}
-	cmd := &exec.Cmd{Path: path, Args: r.Argv, Env: env, Dir: r.Cwd}
+	cmd := &exec.Cmd{Path: v.path, Args: r.Argv, Env: v.env, Dir: r.Cwd}
 	// A nil *os.File stored in Stdin's interface is not a nil interface: os/exec would hand the
 	// child descriptor -1 (a closed stream) instead of the null device it opens for nil.
 	if st.child[0] != nil {
@@ -139,18 +100,18 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 	if st.child[2] != nil {
 		cmd.Stderr = st.child[2]
 	}
-	owner := s.ownerFor(tagEnv)
+	owner := s.ownerFor(v.tagEnv)
 	if s.isEnding() {
 		return startResult{}, nil, errorf(codeStartFailed, "the agent is ending: its owner is gone")
 	}
 	s.startMu.Lock()
-	child, err := owner.Start(context.Background(), cmd, custody.StartOptions{Purpose: purpose, Keep: r.Keep,
+	child, err := owner.Start(context.Background(), cmd, custody.StartOptions{Purpose: v.purpose, Keep: r.Keep,
 		GrantEnv: r.GrantEnv})
 	s.startMu.Unlock()
 	if err != nil {
 		return startResult{}, nil, startError(err)
 	}
-	h := &held{child: child, cmd: cmd, argv: r.Argv, purpose: purpose, grace: grace}
+	h := &held{child: child, cmd: cmd, argv: r.Argv, purpose: v.purpose, grace: v.grace}
 	if !s.hold(h) {
 		s.finalStop(h)
 		return startResult{}, nil, errorf(codeStartFailed, "the agent is ending: its owner is gone")
@@ -160,6 +121,61 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 	}
 	ok = true
 	return startResult{h: h, result: s.describe(child, cmd, st.names)}, st.client, nil
+}
+
+// checkedStart is what a start's fields say, checked.
+type checkedStart struct {
+	path, purpose, tagEnv string
+	env                   []string
+	grace                 time.Duration
+}
+
+// check checks a start's fields other than stdio, and finds its program.
+func (s *server) check(r startRequest) (v checkedStart, _ *replyError) {
+	var e *replyError
+	if v.grace, e = graceOf(r.Grace, s.cfg.Grace); e != nil {
+		return v, e
+	}
+	if len(r.Argv) == 0 {
+		return v, errorf(codeBadRequest, "argv: a non-empty array of strings is required")
+	}
+	v.purpose = "helper"
+	if r.Purpose != nil {
+		v.purpose = *r.Purpose
+		if v.purpose == "" || strings.Contains(v.purpose, ":") {
+			return v, errorf(codeBadRequest, "purpose %q: must be non-empty and hold no ':'", v.purpose)
+		}
+	}
+	v.env = os.Environ()
+	if r.Env != nil {
+		v.env = nil
+		for k, val := range *r.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(val, 0) {
+				return v, errorf(codeBadRequest, "env: %q is not a variable", k)
+			}
+			v.env = append(v.env, k+"="+val)
+		}
+		if v.env == nil {
+			v.env = []string{} // an empty environment, not the agent's (which nil means to os/exec)
+		}
+	}
+	v.tagEnv = s.cfg.TagEnv
+	if r.TagEnv != nil {
+		if !tag.ValidEnvName(*r.TagEnv) {
+			return v, errorf(codeBadRequest, "tag_env %q: not an environment variable name", *r.TagEnv)
+		}
+		v.tagEnv = *r.TagEnv
+	}
+	if r.Cwd != "" {
+		if fi, err := os.Stat(r.Cwd); err != nil || !fi.IsDir() {
+			return v, errorf(codeBadRequest, "cwd %q: not a directory", r.Cwd)
+		}
+	}
+	if r.GrantEnv != "" && strings.ContainsAny(r.GrantEnv, "=\x00") {
+		return v, errorf(codeBadRequest, "grant_env %q: not a variable name", r.GrantEnv)
+	}
+	v.path, e = lookPath(r.Argv[0], v.env, r.Cwd)
+	return v, e
 }
 
 // describe is a started or adopted child's part of the reply.
@@ -349,7 +365,7 @@ func (s *server) ownerFor(name string) *custody.Owner {
 	o, ok := s.owners[name]
 	if !ok {
 		o = &custody.Owner{Ledger: s.cfg.Ledger, Install: s.cfg.Install, TagEnv: name, Supervisor: s.sup,
-			Stop: custody.StopOptions{Grace: s.cfg.Grace}}
+			Stop: custody.StopOptions{Grace: s.cfg.Grace}, Caller: s.cfg.Caller}
 		s.owners[name] = o
 	}
 	return o

@@ -91,7 +91,8 @@ func startMiddle(t *testing.T, helper string, args ...string) (*testproc.Proc, i
 	t.Helper()
 	mark := testproc.Mark()
 	testproc.CleanupMarked(t, mark)
-	cmd := testproc.Helper(t, "middle", append([]string{helper}, args...)...)
+	// The middle process starts helper: it is this test's use of it.
+	cmd := testproc.Helper(t, "middle", append([]string{testproc.Use(helper)}, args...)...)
 	cmd.Env = append(cmd.Env, mark)
 	m := testproc.Start(t, cmd)
 	pid := atoi(t, m.Expect("middle ", 10*time.Second)[0])
@@ -123,7 +124,7 @@ func TestParentEnds(t *testing.T) {
 func TestParentDiesWhileHeld(t *testing.T) {
 	mark := testproc.Mark()
 	testproc.CleanupMarked(t, mark)
-	cmd := testproc.Helper(t, "middle", "dying-parent")
+	cmd := testproc.Helper(t, "middle", testproc.Use("dying-parent"))
 	cmd.Env = append(cmd.Env, mark)
 	m := testproc.Start(t, cmd)
 	if f := m.Expect("result ", 20*time.Second); f[0] != "gone" {

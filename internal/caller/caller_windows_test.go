@@ -2,6 +2,8 @@ package caller_test
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"testing"
@@ -11,6 +13,27 @@ import (
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 )
+
+// The helpers only the Windows tests start: registered here, so that a run elsewhere does not
+// report them unused.
+func init() {
+	// wait lives until its stdin, its lifeline, reads EOF.
+	testproc.Register("wait", func([]string) int {
+		io.Copy(io.Discard, os.Stdin)
+		return 0
+	})
+	// parent says "held <pid>" for the parent it holds, and waits like wait.
+	testproc.Register("parent", func([]string) int {
+		p, err := caller.Parent()
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println("held", p.PID())
+		io.Copy(io.Discard, os.Stdin)
+		return 0
+	})
+}
 
 // TestParentAndOpen: a child holds this process as its parent; a process created after this one
 // is refused as a reused PID; one that exited is refused.

@@ -20,7 +20,6 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
-	"github.com/custody-dev/custody/supervise"
 )
 
 type runOptions struct {
@@ -96,8 +95,7 @@ func newRun(g *globals) *cli.Command {
 		StopOnNthArg: new(1), // flags after CMD belong to CMD
 		ArgValidator: needArgs("a command to run"),
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
-				Usage: "time between SIGTERM and SIGKILL for what is left"},
+			graceFlag(&o.grace, " for what is left"),
 			&cli.StringFlag{Name: "grant-env", Destination: &o.grantEnv, Validator: nonEmpty,
 				Usage: "hand CMD a grant for itself in this environment variable (see custody adopt)"},
 			&cli.DurationFlag{Name: "grant-ttl", Value: custody.DefaultGrantTTL, Destination: &o.grantTTL,
@@ -121,9 +119,6 @@ var forwarded = forwardedSignals()
 
 func runRun(ctx context.Context, o *runOptions) error {
 	ctx = context.WithoutCancel(ctx) // signals are forwarded, not taken as custody's own end
-	if o.grace <= 0 {
-		return usagef("--grace %v: must be positive", o.grace)
-	}
 	if err := checkPurpose(o.purpose); err != nil {
 		return err
 	}
@@ -163,8 +158,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv, Caller: ownerID(served),
-		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "run")}}
+	owner := o.newOwner(l, tagEnv, "run", o.grace, ownerID(served))
 	defer owner.Supervisor.Close()
 	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
 	cmd := exec.Command(path, o.argv[1:]...)

@@ -46,7 +46,7 @@ func TestSlotReplaceTellsForced(t *testing.T) {
 		t.Cleanup(func() { in.Close() })
 		return cmd, bufio.NewScanner(out)
 	}
-	cmd, ready := worker("slow") // exits a second after SIGTERM: past the grace
+	cmd, ready := worker("-slow") // exits a second after SIGTERM: past the grace
 	if _, err := slot.Replace(ctx, cmd); err != nil {
 		t.Fatal(err)
 	}

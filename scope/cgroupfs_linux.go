@@ -288,6 +288,15 @@ func probeClone3() error {
 	return fmt.Errorf("clone3 is unavailable (CLONE_INTO_CGROUP needs it): %w", os.NewSyscallError("clone3", e))
 }
 
+func ownerDir() string {
+	if kind, _, _ := containment(); kind != KindCgroup {
+		return ""
+	}
+	self.mu.Lock()
+	defer self.mu.Unlock()
+	return self.rel
+}
+
 func containment() (Kind, string, error) {
 	o := &self
 	o.mu.Lock()

@@ -862,3 +862,37 @@ func TestRowNamesClient(t *testing.T) {
 	}
 	t.Fatalf("no row for pid %d in %s", pid, data)
 }
+
+// TestListAfterExit: once the client has read a child's exit event, list says the child exited,
+// even while members of its scope remain and the agent is still busy with it (here a stop waits
+// out its grace on a member that ignores the request to exit).
+func TestListAfterExit(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	req := helperStart(t, "hold", mark)
+	req["argv"] = []string{"/bin/sh", "-c", `trap 'exit 5' TERM; /bin/sh -c 'trap "" TERM; echo; exec sleep 600' & read x; wait`}
+	out, w, _ := os.Pipe()
+	req["stdio"] = []string{"null", "fd", "null"}
+	r := c.do(req, w)
+	w.Close()
+	if !r.ok() {
+		t.Fatalf("start: %s", r.raw)
+	}
+	pid := r.num("pid")
+	if _, err := out.Read(make([]byte, 1)); err != nil { // the member ignores SIGTERM from here on
+		t.Fatal(err)
+	}
+	stopped := c.send(map[string]any{"op": "stop", "pid": pid, "grace": 5})
+	if ev := c.event("exit"); ev.num("pid") != pid || ev.fields["code"] != 5.0 {
+		t.Fatalf("exit event %s; want pid %d, code 5", ev.raw, pid)
+	}
+	l := c.do(map[string]any{"op": "list"})
+	children, _ := l.fields["children"].([]any)
+	if len(children) != 1 || children[0].(map[string]any)["state"] != "exited" {
+		t.Errorf("list after the exit event: %s; want the child, exited", l.raw)
+	}
+	if s := c.await(stopped); s.str("outcome") != "exited" || s.fields["forced"] != true {
+		t.Errorf("stop: %s; want exited, forced", s.raw)
+	}
+}

@@ -420,7 +420,8 @@ func TestWindowsBadInput(t *testing.T) {
 		{map[string]any{"op": "start", "argv": []string{`C:\no\such\program.exe`}}, "not-found"},
 		{map[string]any{"op": "fifos", "streams": []string{"stdin"}}, "unsupported"},
 		{map[string]any{"op": "stop", "pid": 999999}, "no-such-child"},
-		{map[string]any{"op": "signal", "pid": num(rep, "pid"), "signal": "SIGHUP"}, "bad-request"},
+		{map[string]any{"op": "signal", "pid": num(rep, "pid"), "signal": "SIGHUP"}, "unsupported"},
+		{map[string]any{"op": "signal", "pid": num(rep, "pid"), "signal": "SIGNOPE"}, "bad-request"},
 	} {
 		if got := c.do(tc.req); code(got) != tc.want {
 			t.Errorf("%v: %v, want %s", tc.req, got, tc.want)
@@ -480,4 +481,19 @@ func TestWindowsAgentKilled(t *testing.T) {
 	}
 	gone(t, h, "the killed agent's child")
 	gone(t, dh, "the killed agent's child's descendant")
+}
+
+// TestWindowsUsage: --fd is refused on Windows, a --socket that is not a named pipe too, each
+// with a one-line error and exit 1, before anything starts.
+func TestWindowsUsage(t *testing.T) {
+	for _, args := range [][]string{{"--fd", "5"}, {"--socket", `C:\not\a\pipe`}} {
+		cmd := testproc.Helper(t, "custody", append([]string{"--ledger", ledgerPath(t), "agent"}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := errors.AsType[*exec.ExitError](err)
+		if !ok || ee.ExitCode() != 1 || strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+			t.Errorf("agent %v: %v, stderr %q; want exit 1 and one line", args, err, stderr.String())
+		}
+	}
 }

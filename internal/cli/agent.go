@@ -28,6 +28,11 @@ socketpair the parent made. With --socket PATH the agent listens at PATH (its di
 yours and not writable by others), prints "ready PATH" on standard output, and serves the first
 process of your user that connects; every later connection is refused.
 
+On Windows, --socket names a named pipe, \\.\pipe\NAME: the agent makes it with a DACL that
+admits you alone and a single instance (a second client's open fails with ERROR_PIPE_BUSY),
+prints "ready NAME", and serves the process at its client end, proven at its connect; the
+streams travel as handles duplicated between the processes. --fd is refused there.
+
 The agent's owner is its client: when the connection reaches end of file (or the client process
 ends), the agent stops every child it holds, concurrently, each with its grace (SIGTERM, the
 grace, SIGKILL), drops their rows and exits. If the agent itself dies, by any cause, its

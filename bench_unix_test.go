@@ -90,7 +90,7 @@ func benchStart(b *testing.B) {
 		if err := c.Release(ctx); err != nil {
 			b.Fatal(err)
 		}
-		custody.AwaitSpare(o)
+		custody.AwaitReserved(o)
 	}
 	for i := 0; b.Loop(); i++ {
 		// Each goes first every other time: what the one before leaves the kernel to do (a

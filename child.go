@@ -26,7 +26,7 @@ type Child struct {
 	proc    *authority.Process
 	row     ledger.Row
 	covered bool
-	reaping bool // reap runs: the leader is reaped by it, not by abort
+	waiting bool // waitLeader runs: the leader is reaped by it, not by abort
 
 	done    chan struct{} // closed when the leader has been reaped
 	waitErr error
@@ -37,31 +37,30 @@ type Child struct {
 	released   bool
 	releaseErr error
 	users      int // Stops in progress: the handles Release would close are in use
-	handedTo   int // the receiver's PID once the child was handed over (see Child.Grant)
 
-	envGrant *Grant // the grant StartOptions.GrantEnv handed the child, or nil
+	transfer childTransfer // what the transfer keeps of the child (see transfer.go)
 }
 
-// reap waits for the leader: its exit status is kept for [Child.Wait], and the zombie does not
+// waitLeader waits for the leader, and reaps it: its exit status is kept for [Child.Wait], and the zombie does not
 // linger. After it the PID may be recycled; the scope re-proves its identity from then on.
 //
 // Then, if the scope is empty, it releases the child: an owner that waits for its children and
 // never calls Release would otherwise keep a registration, a ledger row and the supervisor's
 // descriptor for every child it ever started. A scope with members left stays covered until
 // [Child.Stop] or [Child.Release].
-func (c *Child) reap() {
+func (c *Child) waitLeader() {
 	c.awaitExit()
 	c.waitErr = c.cmd.Wait()
 	close(c.done)
 	<-c.adopted // a failed start undoes its own work
 	if c.ok {
-		c.settle()
+		c.releaseIfEmpty()
 	}
 }
 
-// settle releases the child once its scope is empty, unless a Stop is using its handles: that
+// releaseIfEmpty releases the child once its scope is empty, unless a Stop is using its handles: that
 // Stop releases it when it ends.
-func (c *Child) settle() {
+func (c *Child) releaseIfEmpty() {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
 	if c.users > 0 || c.released {
@@ -111,10 +110,7 @@ func (c *Child) SignalGroup(sig os.Signal) error {
 func (c *Child) owned() error {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
-	if c.handedTo != 0 {
-		return fmt.Errorf("%w (pid %d)", errHandedOver, c.handedTo)
-	}
-	return nil
+	return c.transfer.handedOver()
 }
 
 // Stop stops the child's scope through the authority retained from its spawn: SIGTERM to the
@@ -128,7 +124,9 @@ func (c *Child) Stop(ctx context.Context, opts StopOptions) StopResult {
 	if !c.use() { // released: it exited, and its scope was seen empty
 		return stop.Result{PID: c.ID.PID, Outcome: stop.AlreadyExited}
 	}
-	res := stop.Stop(ctx, stop.Target{PID: c.ID.PID, Process: c.proc, Scope: c.scope}, opts)
+	sc, swept := c.stopScope()
+	res := stop.Stop(ctx, stop.Target{PID: c.ID.PID, Process: c.proc, Scope: sc}, opts)
+	swept()
 	c.unuse()
 	if res.OK() {
 		<-c.done // the leader has exited; its reaper is about to finish
@@ -161,7 +159,7 @@ func (c *Child) releaseLocked(ctx context.Context) error {
 	default:
 		return fmt.Errorf("custody: release pid %d: it is still running: %w", c.ID.PID, errOccupied)
 	}
-	if empty, err := c.scope.Empty(); err != nil {
+	if empty, err := c.scopeEmpty(); err != nil {
 		// Emptiness that cannot be told is not proven: the scope counts as occupied.
 		return fmt.Errorf("custody: release pid %d: %v: %w: %w", c.ID.PID, c.scope, errOccupied, err)
 	} else if !empty {
@@ -209,7 +207,7 @@ func (c *Child) abort() {
 		c.scope.Signal(os.Kill)
 	}
 	c.cmd.Process.Kill()
-	if c.reaping {
+	if c.waiting {
 		<-c.done
 	} else {
 		c.cmd.Wait()

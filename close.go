@@ -10,7 +10,7 @@ import (
 )
 
 // ErrClosed is what [Owner.Start] and [Owner.Adopt] return, wrapped, after [Owner.Close].
-var ErrClosed = errors.New("owner closed")
+var ErrClosed = errors.New("custody: owner closed")
 
 // begin admits a Start or an Adopt, which calls o.ops.Done when it returns; after Close it
 // refuses. Close waits for the admitted ones, so that none adds a child it would not stop.
@@ -94,7 +94,7 @@ func (o *Owner) close() error {
 		return nil // nothing started: nothing to end
 	}
 	o.unidle()
-	o.dropSpare(o.takeSpare())
+	o.dropReserved(o.takeReserved())
 	errs := o.stopAll()
 	for _, c := range o.held() {
 		errs = append(errs, c.forsake())
@@ -121,16 +121,16 @@ func (o *Owner) stopAll() []error {
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
 	for i, c := range cs {
-		wg.Go(func() { errs[i] = c.closeStop(o.Stop) })
+		wg.Go(func() { errs[i] = c.closeChild(o.Stop) })
 	}
 	wg.Wait()
 	return errs
 }
 
-// closeStop stops c for Close and releases it. A child handed over meanwhile is not an error.
-func (c *Child) closeStop(opts StopOptions) error {
+// closeChild stops c for Close and releases it. A child handed over meanwhile is not an error.
+func (c *Child) closeChild(opts StopOptions) error {
 	ctx := context.Background() // the stop is bounded by its grace and kill wait, the release by the ledger's LockTimeout
-	res := closeStop(c, ctx, opts)
+	res := stopForClose(c, ctx, opts)
 	if c.owned() != nil {
 		return nil
 	}
@@ -140,9 +140,9 @@ func (c *Child) closeStop(opts StopOptions) error {
 	return c.Release(ctx)
 }
 
-// closeStop is [Child.Stop]; tests make it fail, as a stop that cannot be made to time out on
+// stopForClose is [Child.Stop]; tests make it fail, as a stop that cannot be made to time out on
 // demand would.
-var closeStop = (*Child).Stop
+var stopForClose = (*Child).Stop
 
 // forsake ends custody of a child whose exit Close could not prove, as the owner's death would
 // (see [Owner.Close]): its handles are closed, a cgroup or a job with them, which kills what it

@@ -219,7 +219,7 @@ func TestOwnerCloseSupervisorOfCaller(t *testing.T) {
 	sup := &supervise.Client{Grace: time.Second, IdleGrace: -1} // kept while idle: its survival is the point
 	t.Cleanup(func() { sup.Close() })
 	o := &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
-	c, f := start(t, o, custody.StartOptions{}, "grandchild")
+	c, f, _ := start(t, o, custody.StartOptions{}, "-grandchild")
 	grand := pidIncarnation(t, f[3])
 	if err := o.Close(); err != nil {
 		t.Fatalf("Close: %v", err)

@@ -21,32 +21,31 @@ import (
 // exists.
 func (o *Owner) warm() error { return o.Supervisor.Start() }
 
-// coverPrepared covers the cgroup scope.Prepare made for cmd's child, before the child exists.
-// It reports the path covered, "" when the child gets no cgroup.
-func (o *Owner) coverPrepared(path string) error {
-	if path == "" {
-		return nil
+// coverEarly covers what of a child's scope exists before the child (see scope.Prepared.Desc: a
+// cgroup), and reports whether it covered anything: a child born into a covered scope needs no
+// gate, and the scopes it makes, if it is an owner, nest below its own.
+func (o *Owner) coverEarly(d scope.Desc) (bool, error) {
+	if d == (scope.Desc{}) {
+		return false, nil
 	}
-	return o.Supervisor.RegisterCgroup(path)
+	return true, o.Supervisor.Cover(d)
 }
 
-// cover registers a process-group child's group with the supervisor, bound to its leader. A
-// cgroup child was covered by coverPrepared.
-func (o *Owner) cover(s *scope.Scope) error {
-	if s.Kind() == scope.KindCgroup {
-		return nil
-	}
-	l := s.Leader()
-	return o.Supervisor.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID})
+// cover covers a started child's scope with the supervisor: a process group, bound to its leader
+// and with its scope id (see stampScopeID), once it exists; a cgroup was covered before the
+// child, and covering it again writes nothing.
+func (o *Owner) cover(s *scope.Scope, scopeID string) error {
+	d := s.Desc()
+	d.ScopeID = scopeID
+	return o.Supervisor.Cover(d)
 }
 
+// uncover ends the cover of a child's scope by the supervisor and every outer owner's.
 func (o *Owner) uncover(s *scope.Scope) error {
-	if d := s.Desc(); d.Kind == scope.KindCgroup {
-		return o.Supervisor.UnregisterCgroup(d.Cgroup)
-	}
-	err := o.Supervisor.Unregister(s.PGID())
+	d := s.Desc()
+	err := o.Supervisor.Uncover(d)
 	for _, out := range o.outer {
-		err = errors.Join(err, out.Unregister(s.PGID()))
+		err = errors.Join(err, out.Uncover(d))
 	}
 	return err
 }
@@ -69,11 +68,11 @@ func outersFromEnv() []*supervise.Outer {
 // owner itself: process groups do not nest, and without it an inner scope's residue would
 // outlive this owner, and, were only the nearest owner named, every outer owner whose death
 // should reach it once this owner and its supervisor died together. A cgroup child gets no name
-// (its scopes nest below its own cgroup), nor an inherited one. A socket path holding the list
-// separator (':') cannot be named, and is left out.
-func (o *Owner) stampOuter(cmd *exec.Cmd, cgroup string) {
+// (its scopes nest below its own cgroup, covered before it was born: bornCovered), nor an
+// inherited one. A socket path holding the list separator (':') cannot be named, and is left out.
+func (o *Owner) stampOuter(cmd *exec.Cmd, bornCovered bool) {
 	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, supervise.EnvOuter+"=") })
-	if cgroup != "" {
+	if bornCovered {
 		return
 	}
 	paths := make([]string, 0, 1+len(o.outer))
@@ -89,28 +88,16 @@ func (o *Owner) stampOuter(cmd *exec.Cmd, cgroup string) {
 	}
 }
 
-// coverOuter registers a process-group child's group with every outer owner's supervisor too,
+// coverOuter covers a process-group child's group with every outer owner's supervisor too,
 // nearest first, when this owner is nested: each outer owner's death then stops it even when
 // this owner, the owners between and their supervisors are gone. A refusal fails the start: the
-// child would be uncovered by that outer scope.
+// child would be uncovered by that outer scope. A cgroup needs no outer cover (it nests).
 func (o *Owner) coverOuter(s *scope.Scope) error {
-	if s.Kind() == scope.KindCgroup {
-		return nil
-	}
-	l := s.Leader()
+	d := s.Desc()
 	for _, out := range o.outer {
-		if err := out.Register(supervise.Group{PID: l.PID, PGID: s.PGID(), Start: l.Start, PidfdID: l.PidfdID}); err != nil {
+		if err := out.Cover(d); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// coverReserved covers a spare cgroup ahead of its child (see spare.go).
-func (o *Owner) coverReserved(path string) error { return o.Supervisor.ReserveCgroup(path) }
-
-func (o *Owner) uncoverPrepared(path string) {
-	if path != "" {
-		o.Supervisor.UnregisterCgroup(path)
-	}
 }

@@ -12,19 +12,15 @@ import (
 
 func (o *Owner) warm() error { return nil }
 
-func (o *Owner) coverPrepared(string) error { return nil }
+func (o *Owner) coverEarly(scope.Desc) (bool, error) { return false, nil }
 
-func (o *Owner) uncoverPrepared(string) {}
-
-func (o *Owner) coverReserved(string) error { return nil }
-
-func (o *Owner) cover(*scope.Scope) error { return nil }
+func (o *Owner) cover(*scope.Scope, string) error { return nil }
 
 func (o *Owner) uncover(*scope.Scope) error { return nil }
 
 func outersFromEnv() []*supervise.Outer { return nil }
 
 // stampOuter does nothing: nested jobs nest by themselves.
-func (o *Owner) stampOuter(*exec.Cmd, string) {}
+func (o *Owner) stampOuter(*exec.Cmd, bool) {}
 
 func (o *Owner) coverOuter(*scope.Scope) error { return nil }

@@ -61,7 +61,7 @@ func TestStartWaitReleases(t *testing.T) {
 	sup := &supervise.Client{Grace: time.Second, IdleGrace: -1} // kept, to count its descriptors
 	defer sup.Close()
 	o := &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
-	custody.WithoutSpare(o)
+	custody.WithoutReserved(o)
 	ctx := context.Background()
 	settled := func() error {
 		rows, err := o.Ledger.Rows(ctx)

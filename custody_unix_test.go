@@ -9,110 +9,37 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/testid"
 	"github.com/custody-dev/custody/internal/testproc"
-	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/stop"
-	"github.com/custody-dev/custody/supervise"
 	"github.com/custody-dev/custody/tag"
 )
 
-func TestMain(m *testing.M) {
-	custody.Init()
-	testproc.Register("worker", helperWorker)
-	testproc.Register("owner", helperOwner)
-	testproc.Main(m)
-}
-
-// helperWorker is an owned child. It prints "ready <pid> <tag>" (and, with "grandchild", starts
-// a worker in its own process group first and adds its PID). On SIGTERM it exits, or with "slow"
-// exits a second later. Its lifeline is stdin. With $WORKER_RAN set, it first creates that file.
-func helperWorker(args []string) int {
-	if ran := os.Getenv("WORKER_RAN"); ran != "" {
-		os.WriteFile(ran, nil, 0o600)
-	}
-	has := func(w string) bool { return strings.Contains(strings.Join(args, " "), w) }
-	if has("slow") {
-		c := make(chan os.Signal, 1)
-		signal.Notify(c, syscall.SIGTERM)
-		go func() { <-c; time.Sleep(time.Second); os.Exit(0) }()
-	}
-	line := fmt.Sprintf("ready %d %s", os.Getpid(), os.Getenv(tag.DefaultEnv))
-	if has("grandchild") {
-		g := exec.Command(os.Args[0])
-		g.Env = append(os.Environ(), testproc.Env("worker"))
-		g.Stdin = os.Stdin
-		if err := g.Start(); err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-		line += " " + strconv.Itoa(g.Process.Pid)
-	}
-	fmt.Println(line)
-	bufio.NewScanner(os.Stdin).Scan()
-	return 0
-}
-
-// helperOwner starts two owned workers (the first with a grandchild in its group), prints
-// "child <pid>" for every process and "supervisor <pid>", then blocks until it is killed. Each
-// change of coverage prints "lost <why>", or "covered <supervisor pid>" when it comes back.
-func helperOwner(args []string) int {
-	sup := &supervise.Client{Grace: time.Second}
-	sup.Notify = func(lost error) {
-		if lost != nil {
-			fmt.Println("lost", lost)
-		} else {
-			fmt.Println("covered", sup.PID())
-		}
-	}
-	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: sup}
-	for _, extra := range []string{"grandchild", ""} {
-		cmd := exec.Command(os.Args[0], extra)
+// ownedTree returns the children helperOwner starts: two workers, the first with a grandchild in
+// its group, whose lifeline is the test's descriptor 3, not the owner's: it outlives the owner.
+func ownedTree() []*exec.Cmd {
+	var cmds []*exec.Cmd
+	for _, extra := range [][]string{{"-grandchild"}, nil} {
+		cmd := exec.Command(os.Args[0], extra...)
 		cmd.Env = append(os.Environ(), testproc.Env("worker"))
-		cmd.Stdin = os.NewFile(3, "lifeline") // the test's, not the owner's: it outlives the owner
-		out, _ := cmd.StdoutPipe()
-		c, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"})
-		if err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-		sc := bufio.NewScanner(out)
-		sc.Scan()
-		f := strings.Fields(sc.Text())
-		fmt.Println("child", c.ID.PID)
-		if len(f) > 3 {
-			fmt.Println("child", f[3])
-		}
+		cmd.Stdin = os.NewFile(3, "lifeline")
+		cmds = append(cmds, cmd)
 	}
-	fmt.Println("supervisor", o.Supervisor.PID())
-	select {}
-}
-
-func ledgerPath(t *testing.T) string { return filepath.Join(t.TempDir(), "spawn-ledger.json") }
-
-func newOwner(t *testing.T) *custody.Owner {
-	sup := &supervise.Client{Grace: time.Second}
-	t.Cleanup(func() { sup.Close() })
-	o := &custody.Owner{Ledger: ledger.Open(ledgerPath(t)), Supervisor: sup}
-	// Closed before the ledger's directory is removed: a child that ended is released in the
-	// background (its row dropped, a write in that directory), and Close waits for that.
-	t.Cleanup(func() { o.Close() })
-	return o
+	return cmds
 }
 
 // start starts a worker through o, with its stdin a pipe the test holds.
-func start(t *testing.T, o *custody.Owner, opts custody.StartOptions, args ...string) (*custody.Child, []string) {
+// It returns the worker's ready line's fields and its spawn tag (see helperWorker).
+func start(t *testing.T, o *custody.Owner, opts custody.StartOptions, args ...string) (*custody.Child, []string, string) {
 	t.Helper()
 	cmd := testproc.Helper(t, "worker", args...)
 	cmd.Stderr = os.Stderr
@@ -127,23 +54,23 @@ func start(t *testing.T, o *custody.Owner, opts custody.StartOptions, args ...st
 		c.Signal(os.Kill)
 		c.Wait()
 	})
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		t.Fatalf("worker said nothing: %v", c.Wait())
+	f, tg := readyFields(bufio.NewScanner(out))
+	if f == nil {
+		t.Fatalf("worker said no ready line: %v", c.Wait())
 	}
-	return c, strings.Fields(sc.Text())
+	return c, f, tg
 }
 
 func TestStart(t *testing.T) {
 	o := newOwner(t)
-	c, f := start(t, o, custody.StartOptions{Purpose: "gateway"})
+	c, _, tv := start(t, o, custody.StartOptions{Purpose: "gateway"})
 	if pg, _ := syscall.Getpgid(c.ID.PID); pg != c.ID.PID {
 		t.Errorf("child's process group %d, want its own (%d)", pg, c.ID.PID)
 	}
-	tg, err := tag.Parse(f[2])
+	tg, err := tag.Parse(tv)
 	self, _ := procid.Self()
 	if err != nil || tg.Purpose != "gateway" || tg.SpawnerPID != self.PID {
-		t.Errorf("child's tag %q (%v)", f[2], err)
+		t.Errorf("child's tag %q (%v)", tv, err)
 	}
 	rows, err := o.Ledger.Rows(context.Background())
 	if err != nil || len(rows) != 1 {
@@ -196,19 +123,8 @@ func ownerKilled(t *testing.T, killSupervisor func(sup procid.ID, owner *testpro
 	t.Cleanup(func() { w.Close() })
 	owner := testproc.Start(t, cmd)
 	r.Close()
-	var ids []procid.ID
-	var sup procid.ID
-	for sup.PID == 0 {
-		f := owner.Expect("", 20*time.Second)
-		switch f[0] {
-		case "child":
-			ids = append(ids, incarnation(t, atoi(f[1])))
-		case "supervisor":
-			sup = incarnation(t, atoi(f[1]))
-		case "error":
-			t.Fatal(f)
-		}
-	}
+	ids := testid.Parse(t, owner.Expect("ready ", 20*time.Second))
+	sup := incarnation(t, atoi(owner.Expect("supervisor ", 20*time.Second)[0]))
 	if len(ids) != 3 {
 		t.Fatalf("owner reported %v", ids)
 	}
@@ -254,11 +170,11 @@ func TestSlotBarrier(t *testing.T) {
 		return cmd
 	}
 	ctx := context.Background()
-	g1, err := slot.Replace(ctx, worker("slow"))
+	g1, err := slot.Replace(ctx, worker("-slow"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready.Scan() // its SIGTERM handler is in place
+	readyFields(ready) // its SIGTERM handler is in place
 	var gen2 atomic.Pointer[procid.ID]
 	var both atomic.Bool
 	stopProbe := make(chan struct{})

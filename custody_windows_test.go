@@ -14,7 +14,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -36,108 +35,14 @@ import (
 	"github.com/custody-dev/custody/tag"
 )
 
-func TestMain(m *testing.M) {
-	custody.Init()
-	testproc.Register("worker", helperWorker)
-	testproc.Register("owner", helperOwner)
-	testproc.Main(m)
-}
-
-// helperWorker is an owned child. It prints "tag <spawn tag>", then "ready <pid> <start>" for
-// itself and, with -grandchild, for a worker it starts first (born into its job). With -exit N it
-// exits with N after that; otherwise it blocks on stdin, its lifeline, which its grandchild
-// shares.
-func helperWorker(args []string) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	grandchild := fs.Bool("grandchild", false, "start a worker below this one")
-	exit := fs.Int("exit", -1, "exit with this code once ready")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	self, err := procid.Self()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 1
-	}
-	report := fmt.Sprintf("ready %d %d", self.PID, self.Start)
-	var g *exec.Cmd
-	if *grandchild {
-		var line string
-		if g, line, err = startWorker(exec.Command(os.Args[0])); err != nil {
-			fmt.Fprintln(os.Stderr, "worker:", err)
-			return 1
-		}
-		report += " " + line
-	}
-	fmt.Println("tag", os.Getenv(tag.DefaultEnv))
-	fmt.Println(report)
-	if *exit >= 0 {
-		return *exit
-	}
-	io.Copy(io.Discard, os.Stdin)
-	if g != nil {
-		g.Wait()
-	}
-	return 0
-}
-
-// startWorker starts cmd, a worker sharing this process's stdin and stderr (the helper variable
-// is inherited), and returns what follows "ready " on its ready line.
-func startWorker(cmd *exec.Cmd) (*exec.Cmd, string, error) {
-	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
-			return cmd, rest, nil
-		}
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	return nil, "", fmt.Errorf("worker %v said no ready line: %v", cmd.Args, sc.Err())
-}
-
-// helperOwner owns a held child with a leaf (see helperHeld) through a [custody.Owner] recording
-// in the ledger args[0], prints the child's "ready" line (the child's and leaf's incarnations),
-// then blocks on stdin. Neither reads a lifeline, so only their job can end them when the test
-// kills this helper: Wine ends a pipe whose writer lives when the reader's parent dies, and a
-// child reading one would exit by itself and prove nothing.
-func helperOwner(args []string) int {
-	o := &custody.Owner{Ledger: ledger.Open(args[0])}
+// ownedTree returns the child helperOwner starts: a held child with a leaf (see helperHeld).
+// Neither reads a lifeline, so only their job can end them when the test kills the owner: Wine
+// ends a pipe whose writer lives when the reader's parent dies, and a child reading one would
+// exit by itself and prove nothing.
+func ownedTree() []*exec.Cmd {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), testproc.Env("held"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "owner:", err)
-		return 1
-	}
-	if _, err := o.Start(context.Background(), cmd, custody.StartOptions{Purpose: "serve"}); err != nil {
-		fmt.Fprintln(os.Stderr, "owner:", err)
-		return 1
-	}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "ready ") {
-			fmt.Println(sc.Text())
-			break
-		}
-	}
-	io.Copy(io.Discard, os.Stdin)
-	return 0
-}
-
-// newOwner returns an owner recording in a ledger of its own and stamping the default tag
-// variable, whatever CUSTODY_TAG_ENV says.
-func newOwner(t *testing.T) *custody.Owner {
-	led := ledger.Open(filepath.Join(testproc.TempDir(t), "spawn-ledger.json"))
-	return &custody.Owner{Ledger: led, TagEnv: tag.DefaultEnv}
+	return []*exec.Cmd{cmd}
 }
 
 // worker is a started worker: its stdout lines, and its stdin (the lifeline) held by the test.

@@ -6,6 +6,9 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
 )
 
 // FailStartAt makes every start of the test fail at the named step after its child started
@@ -42,18 +45,18 @@ func ChildProcess(c *Child) *os.Process { return c.cmd.Process }
 
 // FailCloseStops makes Close's stops report timed-out without signalling, until the test ends.
 func FailCloseStops(t testing.TB) {
-	closeStop = func(c *Child, _ context.Context, _ StopOptions) StopResult {
+	stopForClose = func(c *Child, _ context.Context, _ StopOptions) StopResult {
 		return StopResult{PID: c.ID.PID, Outcome: TimedOut, Reason: "made to fail by the test"}
 	}
-	t.Cleanup(func() { closeStop = (*Child).Stop })
+	t.Cleanup(func() { stopForClose = (*Child).Stop })
 }
 
-// AwaitSpare waits until o is not making its spare cgroup, so that a benchmark times what follows
-// on a machine the spare's making does not share.
-func AwaitSpare(o *Owner) {
+// AwaitReserved waits until o is not making its reserved cgroup, so that a benchmark times what follows
+// on a machine the reservation's making does not share.
+func AwaitReserved(o *Owner) {
 	for {
 		o.mu.Lock()
-		r := o.refilling
+		r := o.reserving
 		o.mu.Unlock()
 		if !r {
 			return
@@ -62,20 +65,32 @@ func AwaitSpare(o *Owner) {
 	}
 }
 
-// Spare returns the cgroup (below the mount) of o's spare, or "" when it has none.
-func Spare(o *Owner) string {
+// Reserved returns the cgroup (below the mount) of o's reservation, or "" when it has none.
+func Reserved(o *Owner) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.spare == nil {
+	if o.reserved == nil {
 		return ""
 	}
-	return o.spare.Cgroup()
+	return o.reserved.Cgroup()
 }
 
-// WithoutSpare keeps o from making a spare cgroup, for tests that count what each child leaves
-// behind in its supervisor: a spare, covered or not at the moment of a count, is no child's.
-func WithoutSpare(o *Owner) {
+// WithoutReserved keeps o from making a reserved cgroup, for tests that count what each child leaves
+// behind in its supervisor: a reservation, covered or not at the moment of a count, is no child's.
+func WithoutReserved(o *Owner) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.cgroupStarts = math.MinInt
+}
+
+// FindReceipt is the giver's check that the ledger l names receiver as the owner of the child id
+// (see Child.handOff); Receipt is the receiver's write of that receipt, as the owner self.
+func FindReceipt(ctx context.Context, l *ledger.Ledger, id procid.ID, receiver int) error {
+	c := &Child{ID: id, owner: &Owner{Ledger: l}}
+	return c.findReceipt(ctx, receiver)
+}
+
+func Receipt(ctx context.Context, l *ledger.Ledger, id procid.ID, self procid.Incarnation) error {
+	_, err := (&Owner{Ledger: l, self: self}).receipt(ctx, id)
+	return err
 }

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 )
 
@@ -136,13 +137,7 @@ func runGate() {
 		os.Exit(gateExit)
 	}
 	var b [1]byte
-	n := 0
-	for {
-		n, err = unix.Read(fd, b[:])
-		if err != unix.EINTR {
-			break
-		}
-	}
+	n, _ := eintr.Retry(func() (int, error) { return unix.Read(fd, b[:]) })
 	unix.Close(fd)
 	if n != 1 {
 		os.Exit(gateExit) // the owner died before covering this child

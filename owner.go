@@ -53,9 +53,9 @@ type Owner struct {
 	inited       bool                // a Start or an Adopt was admitted
 	closed       bool                // Close was called: no Start or Adopt is admitted
 	children     map[*Child]struct{} // started or adopted; removed when released or handed over
-	ops          sync.WaitGroup      // Starts, Adopts and the spare's making under way
-	spare        *scope.Reservation  // the next cgroup child's cgroup, made ahead (see spare.go)
-	refilling    bool                // the spare is being made
+	ops          sync.WaitGroup      // Starts, Adopts and the reservation's making under way
+	reserved     *scope.Reservation  // the next cgroup child's cgroup, made ahead (see reserve.go)
+	reserving    bool                // the reservation is being made
 	cgroupStarts int                 // starts whose child got a cgroup
 
 	closeOnce sync.Once
@@ -136,28 +136,66 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 		return nil, fmt.Errorf("custody: start: %w", err)
 	}
 	defer o.ops.Done()
+	c, err := o.start(ctx, cmd, opts)
+	if err != nil {
+		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
+	}
+	return c, nil
+}
+
+// start is Start once admitted. Everything it takes is undone in one place, its deferred unwind,
+// unless started says that the child was started, covered and recorded: as os/exec's Cmd.Start
+// does, so that no failure point has a list of its own to forget an undo in (one forgotten would
+// leave a covered cgroup with no child, or a child nobody covers).
+func (o *Owner) start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (_ *Child, err error) {
 	purpose := opts.Purpose
 	if purpose == "" {
 		purpose = "helper"
 	}
 	t := tag.Tag{Install: o.Install, Purpose: purpose, SpawnerPID: o.self.PID, SpawnerCreate: &o.self.CreateTime}
 	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("custody: start: %w", err)
+		return nil, err
 	}
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, o.TagEnv+"="+t.String())
-	grant, err := o.grantEnv(cmd, opts)
-	if err != nil {
-		return nil, fmt.Errorf("custody: start: %w", err)
+	stampScopeID(cmd)
+	var (
+		started bool            // the child is the caller's: nothing below is undone
+		grant   *Grant          // the grant StartOptions.GrantEnv handed the child, or nil
+		w       *pendingRow     // the ledger write, from the lock on
+		prep    *scope.Prepared // the child's scope, before and during the start
+		early   scope.Desc      // what of the scope was covered before the child existed
+		g       *gate           // the process-group child's gate, or nil
+		c       *Child          // the child, once cmd.Start has started it
+	)
+	defer func() {
+		g.close() // a gate never opened ends its child without running the program
+		if !started {
+			if c != nil {
+				c.abort() // kills its scope, reaps it, uncovers and closes the scope
+			}
+			prep.Abandon() // does nothing once Attach ran: a failed Attach abandoned it
+			o.Supervisor.Uncover(early)
+			w.abort()
+		}
+		grant.bindStart(c, started)
+		if c != nil {
+			if started {
+				o.track(c) // before its reaper may release it
+			}
+			c.ok = started
+			close(c.adopted)
+		}
+	}()
+	if grant, err = o.grantEnv(cmd, opts); err != nil {
+		return nil, err
 	}
-	var c *Child
-	defer func() { grant.settle(c) }()
 	// The supervisor is started before the ledger lock is taken: its first start execs a process,
 	// which is no wait to impose on the ledger's other writers.
 	if err := o.warm(); err != nil {
-		return nil, fmt.Errorf("custody: start: %w", err)
+		return nil, err
 	}
 	// The ledger lock is taken before the child starts, so that a stalled holder fails the start
 	// while the child has not run. The rest of the write (read, prune, the temporary file made and
@@ -167,126 +205,96 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 	// ledger.Txn.TryPrepared), and the preparation only links it; otherwise it reads and writes.
 	tx, err := o.Ledger.LockAppend(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
+		return nil, err
 	}
-	w := &pendingRow{tx: tx, done: make(chan struct{})}
+	w = &pendingRow{tx: tx, done: make(chan struct{})}
 	go w.prepare()
-	spare := o.takeSpare()
-	if err := scope.PrepareReserved(cmd, spare, opts.SharedConsole); err != nil {
-		w.abort()
-		o.dropSpare(spare)
-		return nil, fmt.Errorf("custody: start: %w", err)
+	reserved := o.takeReserved()
+	prep, err = scope.PrepareReserved(cmd, reserved, opts.SharedConsole)
+	o.dropReserved(reserved) // when not taken: made before this process was told to give process groups
+	if err != nil {
+		return nil, err
 	}
-	o.dropSpare(spare) // when not taken: made before this process was told to give process groups
 	// A cgroup is covered before the child exists: from its first instruction, the owner's death
-	// reaches it and everything it starts.
-	cg := scope.PreparedCgroup(cmd)
-	if err := o.coverPrepared(cg); err != nil {
-		w.abort()
-		o.uncoverPrepared(cg)
-		scope.Abandon(cmd)
-		return nil, fmt.Errorf("custody: start: %w", err)
+	// reaches it and everything it starts. A process group is covered only once it exists: the
+	// child waits at a gate until then.
+	early = prep.Desc()
+	bornCovered, err := o.coverEarly(early)
+	if err != nil {
+		return nil, err
 	}
-	o.stampOuter(cmd, cg)
-	// A process group is covered only once it exists: the child waits at a gate until then.
-	var g *gate
+	o.stampOuter(cmd, bornCovered)
 	path := cmd.Path
-	if cg == "" {
+	if !bornCovered {
 		if g, err = newGate(cmd); err != nil {
-			w.abort()
-			scope.Abandon(cmd)
-			return nil, fmt.Errorf("custody: start: %w", err)
+			return nil, err
 		}
 	}
-	// On the cgroup path the child's start is read from the clock around its fork rather than from
-	// /proc after it, where it can be (see procid.Span): a read of /proc/PID/stat costs the start
-	// 15 µs here, two readings of the clock 1 µs.
-	var born procid.Span
-	if cg != "" {
-		born = procid.BeginSpan()
-	}
+	// The child's start is read from the clock around its fork rather than from /proc after it,
+	// where it can be (in a cgroup, see procid.Span and scope.Prepared.AttachWithin): a read of
+	// /proc/PID/stat costs the start 15 µs here, two readings of the clock 1 µs.
+	born := procid.BeginSpan()
 	err = cmd.Start()
-	if cg != "" {
-		born.End()
-	}
+	born.End()
 	cmd.Path = path // the gate's executable was the means, not the command
 	g.started()
 	if err != nil {
-		g.close()
-		w.abort()
-		o.uncoverPrepared(cg)
-		scope.Abandon(cmd)
-		return nil, fmt.Errorf("custody: start: %w", err)
+		return nil, err
 	}
-	c, err = o.adopt(ctx, cmd, w, g, born, cg != "", purpose, opts)
-	if err != nil {
-		return nil, fmt.Errorf("custody: start %s: %w", cmd.Path, err)
+	c = &Child{cmd: cmd, owner: o, done: make(chan struct{}), adopted: make(chan struct{})}
+	if err := o.finish(c, prep, w, g, born, bornCovered, purpose, opts); err != nil {
+		return nil, err
 	}
-	if cg != "" {
-		o.refill()
+	started = true
+	if bornCovered {
+		o.reserveNext()
 	}
 	return c, nil
 }
 
-// adopt takes custody of cmd's started child: its scope, its coverage, its handle and its row.
-// On error it has killed the child's scope, reaped it and ended the ledger write. inCgroup says
-// that the child was born in a cgroup already covered; g, when not nil, is the child's gate, opened
-// once the child is covered; born brackets the child's fork.
-func (o *Owner) adopt(ctx context.Context, cmd *exec.Cmd, w *pendingRow, g *gate, born procid.Span, inCgroup bool, purpose string, opts StartOptions) (_ *Child, err error) {
-	// Not a named result: "return nil, err" would zero it before the deferred abort reads it.
-	c := &Child{cmd: cmd, owner: o, done: make(chan struct{}), adopted: make(chan struct{})}
-	defer func() {
-		g.close() // a gate never opened ends its child without running the program
-		if err != nil {
-			c.abort()
-			w.abort()
-		} else {
-			o.track(c) // before its reaper may release it
-		}
-		c.ok = err == nil
-		close(c.adopted)
-	}()
-	cg := scope.PreparedCgroup(cmd)
-	c.scope, err = scope.AttachWithin(cmd, born)
-	if c.scope == nil {
-		o.uncoverPrepared(cg) // Attach killed the child and removed its cgroup
-	} else {
-		c.covered = inCgroup
+// finish takes custody of c's started child: its scope, its coverage, its handle and its row.
+// bornCovered says that the child was born in a scope covered already; g, when not nil, is the
+// child's gate, opened once the child is covered; born brackets the child's fork. On error, start
+// undoes what it did (see start).
+func (o *Owner) finish(c *Child, prep *scope.Prepared, w *pendingRow, g *gate, born procid.Span, bornCovered bool, purpose string, opts StartOptions) error {
+	var err error
+	if c.scope, err = prep.AttachWithin(born); c.scope != nil {
+		c.covered = bornCovered
 	}
 	if err = faultAt("attach", err); err != nil {
-		return nil, err
+		return err
 	}
 	c.ID = c.scope.Leader()
-	c.proc, err = authority.FromChild(cmd.Process, c.ID)
+	c.proc, err = authority.FromChild(c.cmd.Process, c.ID)
 	if err = faultAt("handle", err); err != nil {
-		return nil, err
+		return err
 	}
 	if c.ID.Start == 0 {
 		c.gone(w)
-		return c, nil
+		return nil
 	}
-	if err = faultAt("cover", o.cover(c.scope)); err != nil {
-		return nil, err
+	if err = faultAt("cover", o.cover(c.scope, c.scopeID())); err != nil {
+		return err
 	}
 	c.covered = true
 	if err = o.coverOuter(c.scope); err != nil {
-		return nil, err
+		return err
 	}
 	if err = g.open(); err != nil {
-		return nil, fmt.Errorf("open gate: %w", err)
+		return fmt.Errorf("open gate: %w", err)
 	}
 	if err = faultAt("record", nil); err != nil {
-		return nil, err
+		return err
 	}
 	if err = c.record(w, purpose, opts); err != nil {
-		return nil, err
+		return err
 	}
 	// The reaper starts last: until then nothing waits for the child, whose PID its zombie would
 	// keep, and a failure reaps it in abort. Started after the append's background goroutine, it
 	// finds a thread awake to run it, where before it woke one (some 4 µs of the start here).
-	c.reaping = true
-	go c.reap()
-	return c, nil
+	c.waiting = true
+	go c.waitLeader()
+	return nil
 }
 
 // startFault, set by tests only (export_test.go), fails a start at the named step after its
@@ -308,8 +316,8 @@ func faultAt(step string, err error) error {
 func (c *Child) gone(w *pendingRow) {
 	c.scope.Signal(os.Kill) // ErrGone: it left nothing
 	w.abort()
-	c.reaping = true
-	go c.reap()
+	c.waiting = true
+	go c.waitLeader()
 }
 
 // pendingRow is the ledger write a start prepares while it makes the scope and the child execs.
@@ -333,6 +341,9 @@ func (w *pendingRow) wait() error {
 // abort ends the write without writing, once its preparation is over. It does nothing after the
 // row was appended.
 func (w *pendingRow) abort() {
+	if w == nil {
+		return // the ledger lock was never had
+	}
 	<-w.done
 	w.tx.Abort()
 }
@@ -343,7 +354,7 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 		return err
 	}
 	// What the scope read at spawn, pidfs id included (from the pidfd Go took then, see
-	// scope.Attach), is the row's: the child is not read again. The reaper runs already, and an
+	// scope.Prepared.Attach), is the row's: the child is not read again. The reaper runs already, and an
 	// exited child's PID may name a stranger by now.
 	inc, err := procid.Of(c.ID)
 	if err != nil {
@@ -351,20 +362,14 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	}
 	o := c.owner
 	row := ledger.NewChildRow(inc, o.self, c.cmd.Args)
-	d := c.scope.Desc()
-	row.Purpose, row.Install, row.Scope = purpose, o.Install, string(d.Kind)
-	row.Containment = d.Kind.Containment()
-	if d.Cgroup != "" {
-		row.Cgroup, row.CgroupID = d.Cgroup, ptr(d.CgroupID)
-	}
+	row.Purpose, row.Install = purpose, o.Install
+	row.SetScope(c.scope.Desc())
+	row.ScopeID = c.scopeID()
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation
 	row.Owner = ptr(o.self.PID)
 	if o.Caller != nil {
 		row.CallerPID, row.CallerStartTicks = ptr(o.Caller.PID), ptr(o.Caller.Start)
-	}
-	if pg := c.scope.PGID(); pg > 0 {
-		row.PGID = ptr(pg)
 	}
 	if _, err := w.tx.Append(row); err != nil {
 		return err

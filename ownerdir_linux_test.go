@@ -104,7 +104,7 @@ func helperEndingOwner(args []string) int {
 	select {}
 }
 
-// handOver starts a second child of o (after which o keeps a spare cgroup beside the first
+// handOver starts a second child of o (after which o keeps a reserved cgroup beside the first
 // child's), grants it to another owner of the same ledger in this process, which adopts it,
 // stops it (removing its cgroup) and closes.
 func handOver(ctx context.Context, o *custody.Owner) error {

@@ -48,7 +48,7 @@ func readLedger(t *testing.T, path string) []byte {
 // nothing changed, and the genuine grant still works after every refusal before it.
 func TestGrantRefusals(t *testing.T) {
 	giver := newOwner(t)
-	c, _ := start(t, giver, custody.StartOptions{Purpose: "gateway"})
+	c, _, _ := start(t, giver, custody.StartOptions{Purpose: "gateway"})
 	g, err := c.Grant(custody.GrantOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func exitInfo() bool {
 // refused afterwards.
 func TestGrantVoid(t *testing.T) {
 	o := newOwner(t)
-	c, _ := start(t, o, custody.StartOptions{})
+	c, _, _ := start(t, o, custody.StartOptions{})
 	short, err := c.Grant(custody.GrantOptions{TTL: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

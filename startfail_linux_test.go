@@ -52,7 +52,7 @@ func TestStartFailures(t *testing.T) {
 			mark := testproc.Mark()
 			testproc.CleanupMarked(t, mark)
 			ran := filepath.Join(t.TempDir(), "ran")
-			cmd := testproc.Helper(t, "worker", "grandchild")
+			cmd := testproc.Helper(t, "worker", "-grandchild")
 			cmd.Env = append(cmd.Env, mark, "WORKER_RAN="+ran)
 			in, _ := cmd.StdinPipe()
 			defer in.Close()

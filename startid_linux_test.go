@@ -12,14 +12,14 @@ import (
 
 // TestStartIdentity: on the cgroup path an owned child's start is taken from the clock around its
 // fork, not read from /proc (see procid.Span). For each of many children, started one after
-// another as an owner starts them (the spare's path from the second on), the start Start reports
+// another as an owner starts them (the reservation's path from the second on), the start Start reports
 // and the row records is the one /proc/PID/stat shows.
 func TestStartIdentity(t *testing.T) {
 	requireCgroups(t)
 	o := newOwner(t)
 	ctx := context.Background()
 	for i := range 30 {
-		c, _ := start(t, o, custody.StartOptions{})
+		c, _, _ := start(t, o, custody.StartOptions{})
 		inc, err := procid.Read(c.ID.PID) // the worker runs until its stdin closes
 		if err != nil {
 			t.Fatal(err)

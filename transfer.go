@@ -145,7 +145,7 @@ func (c *Child) Grant(opts GrantOptions) (*Grant, error) {
 }
 
 // EnvGrant returns the grant [StartOptions.GrantEnv] handed the child at its start, or nil.
-func (c *Child) EnvGrant() *Grant { return c.envGrant }
+func (c *Child) EnvGrant() *Grant { return c.transfer.envGrant }
 
 func (g *Grant) bind(c *Child) { g.bound <- c }
 
@@ -288,14 +288,14 @@ func (o *Owner) grantEnv(cmd *exec.Cmd, opts StartOptions) (*Grant, error) {
 	return g, nil
 }
 
-// settle gives the grant its child once Start succeeded, and voids it when Start failed (c nil).
-func (g *Grant) settle(c *Child) {
+// bindStart gives the grant its child once Start succeeded (ok), and voids it when Start failed.
+func (g *Grant) bindStart(c *Child, ok bool) {
 	switch {
 	case g == nil:
-	case c == nil:
+	case !ok:
 		g.Cancel()
 	default:
-		c.envGrant = g
+		c.transfer.envGrant = g
 		g.bind(c)
 	}
 }

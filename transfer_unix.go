@@ -10,19 +10,16 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/custody-dev/custody/internal/localsock"
 	"github.com/custody-dev/custody/procid"
-
 	"github.com/custody-dev/custody/scope"
 )
 
 // Facts relied on by the Unix transfer:
 //
-//	os.MkdirTemp        creates the directory mode 0700 under a fresh random name, failing
-//	                    rather than reusing one that exists: nobody else can enter it, so only
-//	                    the giver's user (and root) can connect to the socket inside
-//	SO_PEERCRED (Linux), LOCAL_PEERCRED + LOCAL_PEERPID (macOS)
-//	                    the peer's uid and pid as the kernel recorded them at connect (the
-//	                    connecting side) or listen (the listening side); a peer cannot forge them
+//	localsock           the giver's socket, in a new directory of mode 0700, is reachable by
+//	                    its user alone (and root), and each side reads the other's uid and pid
+//	                    as the kernel recorded them; a peer cannot forge them
 //	a process group     is covered by the receiver's supervisor as by the giver's: the
 //	                    registration names the leader's incarnation, and any process of the
 //	                    same user may signal the group
@@ -35,11 +32,11 @@ func (l unixListener) accept() (grantConn, error) { return l.AcceptUnix() }
 // listenGrant listens on a socket in a new directory of the giver's own, and returns it with
 // the socket's path and the directory.
 func listenGrant() (grantListener, string, string, error) {
-	dir, err := os.MkdirTemp("", "custody-grant-")
+	dir, err := localsock.MkdirPrivate("", "custody-grant-")
 	if err != nil {
 		return nil, "", "", err
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
+	ln, err := localsock.Listen(filepath.Join(dir, "s"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", "", err
@@ -51,21 +48,21 @@ func listenGrant() (grantListener, string, string, error) {
 // names and of this user: a socket put in its place by anyone else is refused before the secret
 // is sent.
 func dialGrant(tok grantToken) (grantConn, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: tok.Sock, Net: "unix"})
+	conn, err := localsock.Dial(tok.Sock)
 	switch {
 	case errors.Is(err, os.ErrPermission):
 		return nil, fmt.Errorf("%w: another user's grant: %v", ErrGrantRefused, err)
 	case err != nil:
 		return nil, fmt.Errorf("%w: its giver is gone or the grant was used: %v", ErrGrantRefused, err)
 	}
-	peer, err := peerCred(conn)
+	peer, err := localsock.CheckSameUser(conn)
 	switch {
+	case errors.Is(err, localsock.ErrForeignPeer):
+		err = fmt.Errorf("%w: the grant is uid %d's, not uid %d's", ErrGrantRefused, peer.UID, os.Geteuid())
 	case err != nil:
 		err = fmt.Errorf("giver's credentials: %w", err)
-	case peer.uid != os.Geteuid():
-		err = fmt.Errorf("%w: the grant is uid %d's, not uid %d's", ErrGrantRefused, peer.uid, os.Geteuid())
-	case peer.pid != tok.Giver:
-		err = fmt.Errorf("%w: its socket is held by pid %d, not by the giver pid %d", ErrGrantRefused, peer.pid, tok.Giver)
+	case peer.PID != tok.Giver:
+		err = fmt.Errorf("%w: its socket is held by pid %d, not by the giver pid %d", ErrGrantRefused, peer.PID, tok.Giver)
 	}
 	if err != nil {
 		conn.Close()
@@ -74,33 +71,17 @@ func dialGrant(tok grantToken) (grantConn, error) {
 	return conn, nil
 }
 
-type cred struct{ pid, uid int }
-
 // checkPeer returns the PID of the receiver on conn, or why it is refused: its credentials
 // cannot be read, or it is another user.
 func checkPeer(conn grantConn) (int, error) {
-	peer, err := peerCred(conn.(*net.UnixConn))
-	if err != nil {
+	peer, err := localsock.CheckSameUser(conn.(*net.UnixConn))
+	switch {
+	case errors.Is(err, localsock.ErrForeignPeer):
+		return 0, fmt.Errorf("the grant is uid %d's, not uid %d's", os.Geteuid(), peer.UID)
+	case err != nil:
 		return 0, fmt.Errorf("peer credentials: %w", err)
 	}
-	if peer.uid != os.Geteuid() {
-		return 0, fmt.Errorf("the grant is uid %d's, not uid %d's", os.Geteuid(), peer.uid)
-	}
-	return peer.pid, nil
-}
-
-// peerCred returns the credentials of conn's peer.
-func peerCred(conn *net.UnixConn) (cred, error) {
-	rc, err := conn.SyscallConn()
-	if err != nil {
-		return cred{}, err
-	}
-	var c cred
-	var credErr error
-	if err := rc.Control(func(fd uintptr) { c, credErr = peerCredFD(int(fd)) }); err != nil {
-		return cred{}, err
-	}
-	return c, credErr
+	return peer.PID, nil
 }
 
 // shareJob: Unix scopes need no handle; the receiver opens them from their description.
@@ -117,12 +98,7 @@ func adoptScope(off offer, leader procid.ID) (*scope.Scope, error) {
 
 // coverAdopted covers an adopted scope with this owner's supervisor: a cgroup by its path, a
 // process group bound to its leader.
-func (o *Owner) coverAdopted(s *scope.Scope) error {
-	if d := s.Desc(); d.Kind == scope.KindCgroup {
-		return o.Supervisor.RegisterCgroup(d.Cgroup)
-	}
-	return o.cover(s)
-}
+func (o *Owner) coverAdopted(s *scope.Scope) error { return o.cover(s, "") }
 
 // exitStatus reads how the adopted child ended where the kernel tells a non-parent (Linux 6.15+,
 // once the parent has reaped it: see authority.Process.ExitStatus), waiting up to reapWait for

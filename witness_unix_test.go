@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +32,7 @@ func init() {
 func helperGateway(args []string) int {
 	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
 	slot := &custody.Slot{Owner: o, Purpose: "watcher"}
-	cmd := exec.Command(os.Args[0], "grandchild")
+	cmd := exec.Command(os.Args[0], "-grandchild")
 	cmd.Env = append(os.Environ(), "CUSTODY_TEST_HELPER=worker")
 	cmd.Stdin = os.NewFile(3, "lifeline")
 	out, _ := cmd.StdoutPipe()
@@ -42,16 +41,14 @@ func helperGateway(args []string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	sc := bufio.NewScanner(out)
-	sc.Scan()
-	f := strings.Fields(sc.Text())
+	f, _ := readyFields(bufio.NewScanner(out))
 	g, gen, err := slot.Grant(custody.GrantOptions{})
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
 	}
 	fmt.Println("watcher", c.ID.PID)
-	fmt.Println("grandchild", f[len(f)-1])
+	fmt.Println("grandchild", f[3])
 	fmt.Println("supervisor", o.Supervisor.PID())
 	bufio.NewScanner(os.Stdin).Scan() // the test has read the lines above: go on
 	tmp := args[1] + ".tmp"

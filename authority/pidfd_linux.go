@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
@@ -104,20 +105,14 @@ func newPidfdFile(fd, pid int) (*os.File, error) {
 // pollExited reports, without blocking, whether the process behind a pidfd has exited.
 func pollExited(fd uintptr) (bool, error) {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false, os.NewSyscallError("poll", err)
-		}
-		if n == 0 {
-			return false, nil
-		}
-		if fds[0].Revents&unix.POLLNVAL != 0 {
-			return false, os.NewSyscallError("poll", unix.EBADF)
-		}
-		return fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0, nil
+	n, err := eintr.Retry(func() (int, error) { return unix.Poll(fds, 0) })
+	switch {
+	case err != nil:
+		return false, os.NewSyscallError("poll", err)
+	case n == 0:
+		return false, nil
+	case fds[0].Revents&unix.POLLNVAL != 0:
+		return false, os.NewSyscallError("poll", unix.EBADF)
 	}
+	return fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0, nil
 }

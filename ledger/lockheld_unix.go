@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,10 +38,10 @@ func (l *Ledger) lockHeld(ctx context.Context, lockInfo fs.FileInfo) (unlock fun
 		}
 	}
 	err = pollLock(ctx, path, cmp.Or(l.LockTimeout, DefaultLockTimeout), func() (bool, error) {
-		switch err := unix.Flock(h.fd, unix.LOCK_EX|unix.LOCK_NB); err {
+		switch err := eintr.Ignoring(func() error { return unix.Flock(h.fd, unix.LOCK_EX|unix.LOCK_NB) }); err {
 		case nil:
 			return true, nil
-		case unix.EWOULDBLOCK, unix.EINTR:
+		case unix.EWOULDBLOCK:
 			return false, nil
 		default:
 			return false, os.NewSyscallError("flock", err)

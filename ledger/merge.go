@@ -9,7 +9,8 @@ import (
 // replaceRow returns rows with row in place of every row with its PID. When a replaced row names
 // the same incarnation as row, the fields row lacks (absent, or null) are kept from it: a program
 // that re-registers a child custody started, knowing nothing of its scope, keeps custody's pgid,
-// scope, owner, reapable and containment, so a later stop still stops the whole scope.
+// scope, owner, reapable and containment, so a later stop still stops the whole scope. Which rows
+// name one incarnation is procid's rule ([procid.Record.Same]).
 func replaceRow(rows []Row, row Row, rep *Report) ([]Row, error) {
 	kept := rows[:0]
 	for _, r := range rows {
@@ -18,7 +19,7 @@ func replaceRow(rows []Row, row Row, rep *Report) ([]Row, error) {
 			continue
 		}
 		rep.Pruned++
-		if sameIncarnation(row, r) {
+		if row.Record().Same(r.Record()) {
 			merged, err := mergeRow(row, r)
 			if err != nil {
 				return nil, err
@@ -27,30 +28,6 @@ func replaceRow(rows []Row, row Row, rep *Report) ([]Row, error) {
 		}
 	}
 	return append(kept, row), nil
-}
-
-// sameIncarnation reports whether two rows provably name one process: the same pidfs id, or the
-// same exact start (start ticks, or boot-relative start within one named boot). An epoch create time within 2 s
-// is not enough here: a PID recycled within those seconds would get the old process's scope.
-func sameIncarnation(a, b Row) bool {
-	if a.PID != b.PID {
-		return false
-	}
-	if a.BootID != nil && b.BootID != nil && *a.BootID != *b.BootID {
-		return false
-	}
-	// Pidfs ids, where both rows have one under one boot, decide: equal start ticks cannot tell a
-	// PID recycled within its holder's start tick.
-	if a.PidfdID != nil && b.PidfdID != nil && a.BootID != nil && b.BootID != nil {
-		return *a.PidfdID == *b.PidfdID
-	}
-	switch {
-	case a.StartTicks != nil && b.StartTicks != nil:
-		return *a.StartTicks == *b.StartTicks
-	case a.BootStart != nil && b.BootStart != nil && a.BootID != nil && b.BootID != nil:
-		return *a.BootStart == *b.BootStart
-	}
-	return false
 }
 
 // mergeRow returns row with every field of old that row lacks (absent or null) appended, each

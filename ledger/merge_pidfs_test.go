@@ -17,8 +17,8 @@ func TestSameIncarnationPidfsID(t *testing.T) {
 		{base + `,"pidfd_id":"9"}`, base + `,"pidfd_id":9}`, true},
 		{`{"pid":42,"start_ticks":7,"pidfd_id":9}`, `{"pid":42,"start_ticks":7,"pidfd_id":10}`, true}, // no boot: ticks
 	} {
-		if got := sameIncarnation(rowOf(t, tc.a), rowOf(t, tc.b)); got != tc.same {
-			t.Errorf("sameIncarnation(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
+		if got := rowOf(t, tc.a).Record().Same(rowOf(t, tc.b).Record()); got != tc.same {
+			t.Errorf("Same(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
 		}
 	}
 }

@@ -5,9 +5,8 @@ import (
 	"fmt"
 
 	"github.com/custody-dev/custody/internal/jsonscan"
-
+	"github.com/custody-dev/custody/internal/scopedesc"
 	"github.com/custody-dev/custody/procid"
-	"github.com/custody-dev/custody/scope"
 )
 
 // Row is one registered process. The first group of fields keep the meaning they have in the
@@ -44,6 +43,7 @@ type Row struct {
 	Containment       string  `json:"containment,omitempty"`         // "cgroup", "process-group" or "job"
 	Cgroup            string  `json:"cgroup,omitempty"`              // a cgroup scope's hierarchy path
 	CgroupID          *uint64 `json:"cgroup_id,omitempty"`           // its inode number (the kernel's cgroup id)
+	ScopeID           string  `json:"scope_id,omitempty"`            // the scope's id in its processes' environment (scope.EnvScopeID)
 	CallerPID         *int    `json:"caller_pid,omitempty"`          // the process the owner serves: its end ends the child
 	CallerStartTicks  *uint64 `json:"caller_start_ticks,omitempty"`  // its exact start, as start_ticks
 
@@ -60,10 +60,10 @@ func (r Row) Record() procid.Record {
 		CreateTime: r.CreateTime, PidfdID: r.PidfdID}
 }
 
-// ScopeDesc returns what the row records of its process's scope, for [scope.Open]. Rows written
+// ScopeDesc returns what the row records of its process's scope, for scope.Open. Rows written
 // by other programs describe none (Kind "").
-func (r Row) ScopeDesc() scope.Desc {
-	d := scope.Desc{Kind: scope.Kind(r.Scope), Leader: procid.ID{PID: r.PID}, Cgroup: r.Cgroup}
+func (r Row) ScopeDesc() scopedesc.Desc {
+	d := scopedesc.Desc{Kind: scopedesc.Kind(r.Scope), Leader: procid.ID{PID: r.PID}, Cgroup: r.Cgroup}
 	if r.StartTicks != nil {
 		d.Leader.Start = *r.StartTicks
 	}
@@ -75,6 +75,18 @@ func (r Row) ScopeDesc() scope.Desc {
 		d.CgroupID = *r.CgroupID
 	}
 	return d
+}
+
+// SetScope records the scope d describes (its leader is the row's process): the row's scope,
+// containment, process group and cgroup.
+func (r *Row) SetScope(d scopedesc.Desc) {
+	r.Scope, r.Containment = string(d.Kind), d.Kind.Containment()
+	if d.PGID > 0 {
+		r.PGID = &d.PGID
+	}
+	if d.Cgroup != "" {
+		r.Cgroup, r.CgroupID = d.Cgroup, &d.CgroupID
+	}
 }
 
 // SpawnerRecord returns what the row remembers of its spawner's incarnation. Its PID is 0 when no
@@ -291,6 +303,8 @@ func (r *Row) decodeCustodyField(f field, v []byte, vals *values) {
 		r.Cgroup, _ = jsonscan.String(v)
 	case fieldCgroupID:
 		r.CgroupID = uintPtr(v, vals)
+	case fieldScopeID:
+		r.ScopeID, _ = jsonscan.String(v)
 	case fieldCallerPID:
 		r.CallerPID = intPtr(v, vals)
 	case fieldCallerStartTicks:

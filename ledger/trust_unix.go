@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/custody-dev/custody/internal/eintr"
 )
 
 // openFlags are added to every open of the ledger and its lock. O_NOFOLLOW: a symbolic link
@@ -80,7 +82,7 @@ func walkDir(dir string, final bool) (linked, exists bool, err error) {
 		}
 		p := dir[:end]
 		var st syscall.Stat_t
-		if err := ignoringEINTR(func() error { return syscall.Lstat(p, &st) }); err != nil {
+		if err := eintr.Ignoring(func() error { return syscall.Lstat(p, &st) }); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return linked, false, nil
 			}
@@ -93,15 +95,6 @@ func walkDir(dir string, final bool) (linked, exists bool, err error) {
 		linked = linked || isLink
 	}
 	return linked, true, nil
-}
-
-// ignoringEINTR retries f while it fails with EINTR, as os.Lstat does.
-func ignoringEINTR(f func() error) error {
-	for {
-		if err := f(); err != syscall.EINTR {
-			return err
-		}
-	}
 }
 
 // checkDirStat checks one component of the ledger directory's path.

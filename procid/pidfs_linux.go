@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 )
 
@@ -136,18 +137,14 @@ func (p pinned) id() (uint64, error) {
 		return 0, fmt.Errorf("procid: read pid %d: %w", p.pid, err)
 	}
 	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 0)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return 0, fmt.Errorf("procid: read pid %d: %w", p.pid, os.NewSyscallError("poll", err))
-		case n > 0 && fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0:
-			return 0, fmt.Errorf("procid: read pid %d: exited: %w", p.pid, ErrGone)
-		}
-		return id, nil
+	n, err := eintr.Retry(func() (int, error) { return unix.Poll(fds, 0) })
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("procid: read pid %d: %w", p.pid, os.NewSyscallError("poll", err))
+	case n > 0 && fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0:
+		return 0, fmt.Errorf("procid: read pid %d: exited: %w", p.pid, ErrGone)
 	}
+	return id, nil
 }
 
 func readExact(pid int) (Incarnation, error) {
@@ -272,13 +269,11 @@ func fallback(pid int, err error) Result {
 
 // pollNow polls fds for input without waiting.
 func pollNow(fds []unix.PollFd) error {
-	for len(fds) > 0 {
-		_, err := unix.Poll(fds, 0)
-		if err != unix.EINTR {
-			return os.NewSyscallError("poll", err)
-		}
+	if len(fds) == 0 {
+		return nil
 	}
-	return nil
+	_, err := eintr.Retry(func() (int, error) { return unix.Poll(fds, 0) })
+	return os.NewSyscallError("poll", err)
 }
 
 // verifyPidfs is [ID.Verify] by pidfs id.

@@ -65,6 +65,19 @@ func (id ID) String() string {
 	return fmt.Sprintf("%d@%d", id.PID, id.Start)
 }
 
+// Record returns what a record of id holds: its PID, start, pidfs id (when known) and the running
+// boot's id, under which an ID read by this process counts (see [BootID]).
+func (id ID) Record() Record {
+	r := Record{PID: id.PID, StartTicks: &id.Start}
+	if boot := bootOrNone(); boot != "" {
+		r.BootID = &boot
+	}
+	if id.PidfdID != 0 {
+		r.PidfdID = &id.PidfdID
+	}
+	return r
+}
+
 // Incarnation is everything custody reads about one live process at once.
 type Incarnation struct {
 	ID

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,10 +59,7 @@ func readSmall(path string, buf []byte) (int, error) {
 	defer unix.Close(fd)
 	n := 0
 	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
+		m, err := eintr.Retry(func() (int, error) { return unix.Read(fd, buf[n:]) })
 		if err != nil {
 			return 0, err
 		}

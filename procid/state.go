@@ -124,3 +124,30 @@ func (r Record) pidfs(boot string) uint64 {
 }
 
 func (r Record) String() string { return fmt.Sprintf("pid %d", r.PID) }
+
+// Same reports whether two records provably name one incarnation: the identity rule for
+// comparing what was recorded with what was recorded (a ledger row with a new row for its PID,
+// a receipt with the child a giver holds), as [Record.Check] is for comparing a record with a
+// live process. Records under two boots never match. Where both carry a pidfs id under one boot,
+// it decides: equal start ticks cannot tell apart a PID recycled within its holder's start tick.
+// Otherwise the exact start decides (start ticks, or boot_start under one named boot). An epoch
+// create time within [EpochTolerance] is never enough: a PID recycled within those seconds
+// would be taken for its previous holder.
+func (r Record) Same(o Record) bool {
+	if r.PID != o.PID {
+		return false
+	}
+	if r.BootID != nil && o.BootID != nil && *r.BootID != *o.BootID {
+		return false
+	}
+	if r.PidfdID != nil && o.PidfdID != nil && *r.PidfdID != 0 && *o.PidfdID != 0 && r.BootID != nil && o.BootID != nil {
+		return *r.PidfdID == *o.PidfdID // 0 is no id (see pidfs)
+	}
+	switch {
+	case r.StartTicks != nil && o.StartTicks != nil:
+		return *r.StartTicks == *o.StartTicks
+	case r.BootStart != nil && o.BootStart != nil && r.BootID != nil && o.BootID != nil:
+		return *r.BootStart == *o.BootStart
+	}
+	return false
+}

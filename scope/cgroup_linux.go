@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/internal/eintr"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
@@ -129,16 +130,13 @@ func readFrom(fd int, name string, positioned bool) ([]byte, error) {
 	var buf [4096]byte
 	var out []byte
 	for {
-		var n int
-		var err error
-		if positioned {
-			n, err = rawPread(fd, buf[:], int64(len(out)))
-		} else {
-			n, err = unix.Read(fd, buf[:])
-		}
+		n, err := eintr.Retry(func() (int, error) {
+			if positioned {
+				return rawPread(fd, buf[:], int64(len(out)))
+			}
+			return unix.Read(fd, buf[:])
+		})
 		switch {
-		case err == unix.EINTR:
-			continue
 		case err != nil:
 			return nil, err
 		case n == 0:

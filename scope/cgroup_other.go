@@ -23,21 +23,18 @@ func noCgroups() error {
 	return fmt.Errorf("scope: cgroups on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
-func (c *cgroup) signal(unix.Signal) error         { return noCgroups() }
-func (c *cgroup) populated() (bool, error)         { return false, noCgroups() }
-func (c *cgroup) wait(context.Context) error       { return noCgroups() }
-func (c *cgroup) kill() error                      { return noCgroups() }
-func (c *cgroup) remove() error                    { return noCgroups() }
-func (c *cgroup) disown()                          {}
-func (c *cgroup) teardown() error                  { return noCgroups() }
-func (c *cgroup) close()                           {}
-func prepareCgroup(*exec.Cmd, *Reservation) error  { return nil }
-func takeCgroup(*exec.Cmd) *cgroup                 { return nil }
-func preparedCgroup(*exec.Cmd) string              { return "" }
-func abandon(*exec.Cmd)                            {}
-func openRecorded(string, uint64) (*cgroup, error) { return nil, noCgroups() }
-func openCgroupPath(string) (*Scope, error)        { return nil, noCgroups() }
-func containment() (Kind, string, error)           { return KindGroup, "", noCgroups() }
+func (c *cgroup) signal(unix.Signal) error                   { return noCgroups() }
+func (c *cgroup) populated() (bool, error)                   { return false, noCgroups() }
+func (c *cgroup) wait(context.Context) error                 { return noCgroups() }
+func (c *cgroup) kill() error                                { return noCgroups() }
+func (c *cgroup) remove() error                              { return noCgroups() }
+func (c *cgroup) disown()                                    {}
+func (c *cgroup) teardown() error                            { return noCgroups() }
+func (c *cgroup) close()                                     {}
+func prepareCgroup(*exec.Cmd, *Reservation) (*cgroup, error) { return nil, nil }
+func openRecorded(string, uint64) (*cgroup, error)           { return nil, noCgroups() }
+func openCgroupPath(string) (*Scope, error)                  { return nil, noCgroups() }
+func containment() (Kind, string, error)                     { return KindGroup, "", noCgroups() }
 
 func leftovers() ([]Leftover, error) { return nil, nil }
 

@@ -8,10 +8,10 @@ import (
 // CgroupPath returns the file system path of a cgroup scope.
 func CgroupPath(t *testing.T, s *Scope) string {
 	t.Helper()
-	if s.sys.cg == nil {
+	if s.sys.cgroup() == nil {
 		t.Fatalf("%v is not a cgroup scope", s)
 	}
-	return s.sys.cg.path
+	return s.sys.cgroup().path
 }
 
 // WithoutGroupSignal makes the scope package act, until the test ends, as on a kernel without

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
@@ -160,12 +161,7 @@ func leaderRuns(fd int) bool { n, err := pollLeader(fd); return err == nil && n 
 
 func pollLeader(fd int) (int, error) {
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(pfd, 0)
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
+	return eintr.Retry(func() (int, error) { return unix.Poll(pfd, 0) })
 }
 
 // leaderID returns the pidfs id of the process fd names (Linux 6.9+); ok is false when there is

@@ -16,9 +16,12 @@ type Reservation struct {
 // children get no cgroup (see [Containment]): a process group cannot be made ahead.
 func Reserve() (*Reservation, error) { return reserve() }
 
-// Cgroup returns the reserved cgroup's path below the cgroup2 mount, as [Desc.Cgroup] and
-// [PreparedCgroup] name it.
+// Cgroup returns the reserved cgroup's path below the cgroup2 mount, as [Desc.Cgroup] names it.
 func (r *Reservation) Cgroup() string { return r.rel }
+
+// Desc describes the reserved cgroup, as the [Prepared.Desc] of a child prepared in it will: what
+// a supervisor covers ahead of that child.
+func (r *Reservation) Desc() Desc { return Desc{Kind: KindCgroup, Cgroup: r.rel} }
 
 // Taken reports whether [PrepareReserved] has used the reservation for a child, or [Reservation.Cancel]
 // removed it: it is then not the reservation's to remove.

@@ -5,18 +5,22 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/internal/testid"
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 )
 
-func init() { testproc.Register("pidns-group-reuse", helperPIDNSGroupReuse) }
+func init() {
+	testproc.Register("pidns-group-reuse", testid.InPIDNamespace(
+		testid.Case{Name: "later-tick", Run: groupCase(reuseLaterTick)},
+		testid.Case{Name: "same-tick", Run: groupCase(reuseSameTick)},
+		testid.Case{Name: "attached", Run: groupCase(reuseAttached)}))
+}
 
 // TestGroupPIDReuse: in a PID namespace, a group's leader A and its member exit, and a stranger B
 // takes A's PID and leads a group with A's id: once in a later clock tick, once within the tick A
@@ -26,20 +30,7 @@ func init() { testproc.Register("pidns-group-reuse", helperPIDNSGroupReuse) }
 // kernel resolves the group from A's own struct pid. A scope opened from A's record afterwards
 // finds B at the PID and refuses (by start, or, within the tick, by pidfs id). B lives throughout.
 func TestGroupPIDReuse(t *testing.T) {
-	testproc.RequireRoot(t)
-	if err := procid.PidfsError(); err != nil {
-		testproc.Skip(t, "skipping: pidfs ids unavailable: %v", err)
-	}
-	cmd := testproc.Helper(t, "pidns-group-reuse")
-	testproc.NewPIDNamespace(cmd)
-	p := testproc.Start(t, cmd)
-	for _, c := range []string{"later-tick", "same-tick", "attached"} {
-		f := p.Expect(c+" ", 120*time.Second)
-		if f[0] != "ok" {
-			t.Fatalf("%s, in the PID namespace: %s", c, strings.Join(f, " "))
-		}
-		t.Logf("%s: %s", c, strings.Join(f[1:], " "))
-	}
+	testid.RunInPIDNamespace(t, "pidns-group-reuse", []string{"later-tick", "same-tick", "attached"})
 }
 
 // groupReuse is one run of the case: a pinned scope of A's group, and the stranger at A's PID.
@@ -50,42 +41,25 @@ type groupReuse struct {
 	tries  int
 }
 
-// helperPIDNSGroupReuse runs as PID 1 of a new PID namespace.
-func helperPIDNSGroupReuse([]string) int {
-	if err := testproc.MountProc(); err != nil {
-		fmt.Println("later-tick mount proc:", err)
-		return 0
-	}
-	for _, c := range []struct {
-		name string
-		run  func() (groupReuse, error)
-	}{{"later-tick", reuseLaterTick}, {"same-tick", reuseSameTick}, {"attached", reuseAttached}} {
-		r, err := c.run()
+// groupCase runs one case of TestGroupPIDReuse and checks it.
+func groupCase(run func() (groupReuse, error)) func([]string) (string, error) {
+	return func([]string) (string, error) {
+		r, err := run()
 		if err == nil {
 			err = r.check()
 		}
 		if r.b != nil {
-			endCat(r.b)
+			testid.EndCat(r.b)
 		}
-		if err != nil {
-			fmt.Printf("%s %v\n", c.name, err)
-			continue
-		}
-		fmt.Printf("%s ok pid %d tick %d after %d tries\n", c.name, r.a.PID, r.a.Start, r.tries)
+		return fmt.Sprintf("pid %d tick %d after %d tries", r.a.PID, r.a.Start, r.tries), err
 	}
-	return 0
 }
 
 // startCat starts cat leading a new process group, or, with pgid > 0, joining that one. It reads
 // this helper's stdin, the test's lifeline.
-func startCat(pgid int) (*exec.Cmd, error) {
-	c := exec.Command("cat")
-	c.Stdin = os.Stdin
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-	return c, c.Start()
-}
+func startCat(pgid int) (*exec.Cmd, error) { return testid.StartCat(os.Stdin, pgid) }
 
-func endCat(c *exec.Cmd) { c.Process.Kill(); c.Wait() }
+func endCat(c *exec.Cmd) { testid.EndCat(c) }
 
 // victim starts A and a member of its group, and pins A's group in a scope; end kills and reaps
 // both through their handles.
@@ -130,13 +104,15 @@ func reuseAttached() (r groupReuse, err error) {
 	defer os.Unsetenv(scope.EnvContainment)
 	a := exec.Command("cat")
 	a.Stdin = os.Stdin
-	if err := scope.Prepare(a); err != nil {
+	prep, err := scope.Prepare(a)
+	if err != nil {
 		return r, err
 	}
 	if err := a.Start(); err != nil {
+		prep.Abandon()
 		return r, err
 	}
-	if r.pinned, err = scope.Attach(a); err != nil {
+	if r.pinned, err = prep.Attach(); err != nil {
 		a.Wait()
 		return r, err
 	}
@@ -159,27 +135,21 @@ func reuseAttached() (r groupReuse, err error) {
 
 func reuseSameTick() (groupReuse, error) {
 	var r groupReuse
-	try := func() (int, uint64, func(), error) {
+	st, err := testid.NewSameTick(500, func(a procid.Incarnation) (func(), error) {
 		if r.pinned != nil {
 			r.pinned.Release() // a try whose stranger missed the tick
 		}
-		var end func()
-		var err error
-		r, end, err = victim()
-		return r.a.PID, r.a.Start, end, err
-	}
-	tick := func(pid int) (uint64, error) {
-		inc, err := procid.Read(pid)
-		return inc.Start, err
-	}
-	b, tries, err := testproc.ReuseWithinTick(500, try, func() (*exec.Cmd, int, error) {
-		c, err := startCat(0)
+		m, err := startCat(a.PID)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		return c, c.Process.Pid, nil
-	}, endCat, tick)
-	r.b, r.tries = b, tries
+		r.a = a
+		if r.pinned, err = scope.FromGroup(a.PID, a.ID); err == nil && !r.pinned.Pinned() {
+			err = errors.New("the scope of a live leader is not pinned")
+		}
+		return func() { endCat(m) }, err
+	})
+	r.b, r.tries = st.Cmd, st.Tries
 	return r, err
 }
 

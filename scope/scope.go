@@ -11,13 +11,15 @@
 //	              JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE AssignProcessToJobObject,
 //	                                                 then resume
 //
-// Every descendant the child starts is born into its scope. Call [Prepare] before cmd.Start and
-// [Attach] right after it (or [Abandon] when the start failed):
+// Every descendant the child starts is born into its scope. [Prepare] chooses the mechanism, once,
+// before cmd.Start, and returns it as a [Prepared] scope; its Attach takes the child right after
+// the start (or its Abandon undoes it when the start failed):
 //
-//	if err := scope.Prepare(cmd); err != nil { … }
-//	// cover scope.PreparedCgroup(cmd), if any, with the supervisor: the child does not exist yet
-//	if err := cmd.Start(); err != nil { scope.Abandon(cmd); … }
-//	s, err := scope.Attach(cmd) // on error the child was killed; still cmd.Wait for it
+//	p, err := scope.Prepare(cmd)
+//	if err != nil { … }
+//	// cover p.Desc() with the supervisor: what of the scope exists before the child (a cgroup)
+//	if err := cmd.Start(); err != nil { p.Abandon(); … }
+//	s, err := p.Attach() // on error the child was killed; still cmd.Wait for it
 //
 // A scope is described in plain values by [Desc] (what a ledger row records) and rebuilt from one
 // by [Open], with its identity proven, by any process of the same user: custody stop, reap, or
@@ -66,36 +68,30 @@ import (
 	"sync"
 
 	"github.com/custody-dev/custody/internal/backoff"
+	"github.com/custody-dev/custody/internal/scopedesc"
 	"github.com/custody-dev/custody/procid"
 )
 
-// Kind names the mechanism of a scope; ledger rows record it in their "scope" field.
-type Kind string
+// Kind names the mechanism of a scope; ledger rows record it in their "scope" field. Its words,
+// and [Kind.Containment]'s, are in package scopedesc, where the ledger reads them too.
+type Kind = scopedesc.Kind
 
 const (
-	KindGroup  Kind = "pgrp"   // a Unix process group led by the child
-	KindCgroup Kind = "cgroup" // a Linux cgroup v2 custody made for the child
-	KindJob    Kind = "job"    // a Windows job object custody created
+	KindGroup  = scopedesc.KindGroup  // a Unix process group led by the child
+	KindCgroup = scopedesc.KindCgroup // a Linux cgroup v2 custody made for the child
+	KindJob    = scopedesc.KindJob    // a Windows job object custody created
 )
 
-// Containment is the word a ledger row's "containment" field and custody doctor use for a kind:
-// "cgroup", "process-group" or "job".
-func (k Kind) Containment() string {
-	if k == KindGroup {
-		return "process-group"
-	}
-	return string(k)
-}
-
 var (
-	// ErrNotPrepared is returned by [Attach] for a command started without [Prepare]: its child
-	// runs outside any scope custody could take without a window, so Attach kills it.
+	// ErrNotPrepared is returned by [Prepared.Attach] for a command whose preparation was undone
+	// before its start (its SysProcAttr replaced): its child runs outside any scope custody could
+	// take without a window, so Attach kills it.
 	ErrNotPrepared = errors.New("scope: command was started without scope.Prepare")
 	// errStarted refuses to prepare a command too late.
 	errStarted = errors.New("already started")
 )
 
-// Scope is the scope of one child started with [Prepare] and [Attach], rebuilt from a ledger row
+// Scope is the scope of one child started with [Prepare] and [Prepared.Attach], rebuilt from a ledger row
 // with [Open] or [FromGroup], or bound by a supervisor with [BindGroup] or [OpenCgroup]. Its
 // methods are safe for concurrent use.
 type Scope struct {
@@ -103,66 +99,113 @@ type Scope struct {
 	sys    sysScope // per-OS: the process group, or the job handle
 }
 
-// Prepare arranges for cmd's child to start in a new scope of its own. Call it before cmd.Start;
-// it refuses a command already started. It keeps cmd.SysProcAttr's other settings.
+// Prepared is a child's scope made before the child starts, in the mechanism [Prepare] chose for
+// it: a cgroup the child will be born into, a process group it will make at its fork, or a job
+// it will be assigned to while suspended. Once cmd.Start was tried, call [Prepared.Attach] after a
+// start that succeeded, or [Prepared.Abandon] after one that failed; exactly one, once: a
+// prepared cgroup holds a descriptor and a directory until then. The caller never needs to ask
+// which mechanism it holds: [Prepared.Desc] is what to cover before the start.
+type Prepared struct {
+	cmd  *exec.Cmd
+	way  preparation
+	used bool // Attach or Abandon was called
+}
+
+// preparation is the verbs of one mechanism's preparation, chosen once by prepare: what exists of
+// the scope before the child, how the started child is taken into it, and how it is undone.
+type preparation interface {
+	desc() Desc
+	attach(cmd *exec.Cmd, born procid.Span) (*Scope, error)
+	abandon()
+}
+
+// Prepare arranges for cmd's child to start in a new scope of its own, and returns it. Call it
+// before cmd.Start; it refuses a command already started, or prepared already. It keeps
+// cmd.SysProcAttr's other settings.
 //
 // Unix: sets Setpgid (unless Setsid is set: setsid(2) makes the child lead a new group too, and a
 // setpgid(2) after it would fail); it refuses a nonzero Pgid, which would join an existing group.
+// Linux with a cgroup: makes the child's cgroup and sets UseCgroupFD.
 // Windows: adds CREATE_SUSPENDED and CREATE_NEW_PROCESS_GROUP to CreationFlags. The child stays
-// suspended until [Attach] resumes it, so a prepared command that is started must be attached.
-// CREATE_NEW_PROCESS_GROUP keeps the owner's console Ctrl+C from reaching the child directly (the
-// child starts with Ctrl+C ignored; CTRL_BREAK_EVENT still reaches its console group): the owner
-// decides what stops its children.
-func Prepare(cmd *exec.Cmd) error { return prepareCmd(cmd, false, nil) }
+// suspended until [Prepared.Attach] resumes it, so a prepared command that is started must be
+// attached. CREATE_NEW_PROCESS_GROUP keeps the owner's console Ctrl+C from reaching the child
+// directly (the child starts with Ctrl+C ignored; CTRL_BREAK_EVENT still reaches its console
+// group): the owner decides what stops its children.
+func Prepare(cmd *exec.Cmd) (*Prepared, error) { return prepareCmd(cmd, false, nil) }
 
 // PrepareSharedConsole is [Prepare] for an interactive child that the user drives from the
 // console, as custody run starts one. On Windows the child stays in the caller's console process
 // group, taking Ctrl+C as the caller does (a new group would start it with Ctrl+C ignored, and its
 // descendants with it), and is still put in a job of its own. Elsewhere it is Prepare: a Unix
 // terminal's ^C reaches the foreground process group, which custody run makes the child's.
-func PrepareSharedConsole(cmd *exec.Cmd) error { return prepareCmd(cmd, true, nil) }
+func PrepareSharedConsole(cmd *exec.Cmd) (*Prepared, error) { return prepareCmd(cmd, true, nil) }
 
 // PrepareReserved is [Prepare], or [PrepareSharedConsole] when sharedConsole is set, with the
 // child's cgroup taken from r rather than made now, when r is not nil and not taken. A
 // reservation the child cannot use (this process now gives its children process groups, see
 // [EnvContainment]) is left untaken: [Reservation.Taken] says so, and the caller cancels it.
-func PrepareReserved(cmd *exec.Cmd, r *Reservation, sharedConsole bool) error {
+func PrepareReserved(cmd *exec.Cmd, r *Reservation, sharedConsole bool) (*Prepared, error) {
 	return prepareCmd(cmd, sharedConsole, r)
 }
 
-func prepareCmd(cmd *exec.Cmd, sharedConsole bool, r *Reservation) error {
+func prepareCmd(cmd *exec.Cmd, sharedConsole bool, r *Reservation) (*Prepared, error) {
 	if cmd.Process != nil {
-		return fmt.Errorf("scope: prepare %s: %w", cmd.Path, errStarted)
+		return nil, fmt.Errorf("scope: prepare %s: %w", cmd.Path, errStarted)
 	}
-	return prepare(cmd, sharedConsole, r)
+	way, err := prepare(cmd, sharedConsole, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{cmd: cmd, way: way}, nil
 }
 
-// Attach takes custody of the scope of cmd's child. Call it right after a successful cmd.Start
-// of a command given to [Prepare], before anything waits for the child.
+// Desc describes what of the scope exists before the child: for a cgroup its path and id
+// (Kind [KindCgroup]), which the owner's supervisor covers before cmd.Start, so that the child
+// is covered from its first instruction. A process group and a job come into being with the
+// child: their Desc is the zero Desc, which covers nothing, and [Prepared.Attach]'s scope
+// describes them.
+func (p *Prepared) Desc() Desc { return p.way.desc() }
+
+// Attach takes custody of the scope of the command's child. Call it right after a successful
+// cmd.Start, before anything waits for the child.
 //
 // Unix: records the group (pgid == the child's pid) and its leader's incarnation; if the child has
 // already exited, its start can no longer be read and [Scope.Leader] has Start 0. Windows: creates
 // the job, assigns the suspended child to it through its process handle, then resumes it.
 //
 // When Attach fails, it has killed the child (on Unix its whole group, when the group was made),
-// so no unowned child is left; the caller still waits for cmd to reap it. A command started
-// without Prepare fails with an error wrapping [ErrNotPrepared].
-func Attach(cmd *exec.Cmd) (*Scope, error) { return AttachWithin(cmd, procid.Span{}) }
+// and removed its cgroup, so no unowned child is left; the caller still waits for cmd to reap it.
+func (p *Prepared) Attach() (*Scope, error) { return p.AttachWithin(procid.Span{}) }
 
-// AttachWithin is [Attach] for a child that cmd.Start forked within born (see [procid.Span]). In a
-// cgroup, where born tells the child's start, the child is not read from /proc: its PID and its
-// start are known, and its pidfs id comes from the pidfd Go took at spawn. In a process group the
-// child is read as Attach reads it, to check that it still leads its group.
-func AttachWithin(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
-	if cmd.Process == nil {
+// AttachWithin is [Prepared.Attach] for a child that cmd.Start forked within born (see
+// [procid.Span]). In a cgroup, where born tells the child's start, the child is not read from
+// /proc: its PID and its start are known, and its pidfs id comes from the pidfd Go took at spawn.
+// In a process group the child is read as Attach reads it, to check that it still leads its group.
+func (p *Prepared) AttachWithin(born procid.Span) (*Scope, error) {
+	cmd := p.cmd
+	switch {
+	case cmd.Process == nil:
 		return nil, fmt.Errorf("scope: attach %s: not started", cmd.Path)
+	case p.used:
+		return nil, fmt.Errorf("scope: attach pid %d: attached or abandoned already", cmd.Process.Pid)
 	}
-	s, err := attach(cmd, born)
+	p.used = true
+	s, err := p.way.attach(cmd, born)
 	if err != nil {
+		p.way.abandon()
 		abort(cmd)
 		return nil, err
 	}
 	return s, nil
+}
+
+// Abandon releases what [Prepare] took when cmd.Start failed: it removes the cgroup made for the
+// child that never started. It does nothing after Attach, a second time, or for a nil Prepared.
+func (p *Prepared) Abandon() {
+	if p != nil && !p.used {
+		p.used = true
+		p.way.abandon()
+	}
 }
 
 // FromGroup rebuilds the scope of a process group recorded in a ledger row (its pgid and its
@@ -348,17 +391,9 @@ func (s *Scope) String() string { return s.describe() }
 
 // Desc describes a scope in plain values, as a ledger row records it, so that a process other
 // than the one that made it can rebuild it with [Open], and another owner's supervisor cover it.
-type Desc struct {
-	Kind   Kind
-	Leader procid.ID // the child the scope was made for; Start 0 when not known
-	PGID   int       // KindGroup: the process group (the leader's PID)
-	// Cgroup is, for KindCgroup, the cgroup's path in the cgroup v2 hierarchy, as
-	// /proc/PID/cgroup shows it ("/custody/custody-4026531836-41-96/s1"), independent of where cgroup2 is
-	// mounted; CgroupID is its inode number (the kernel's cgroup id), which proves that a
-	// cgroup found at that path later is the same one.
-	Cgroup   string
-	CgroupID uint64
-}
+// It is one type with its JSON wherever a scope is described (a ledger row, a transfer's offer):
+// see package scopedesc for its fields.
+type Desc = scopedesc.Desc
 
 // Open rebuilds a scope from its description, for a stop or a reap by another process than the
 // one that made it, and proves it is the described one before any signal:
@@ -372,15 +407,6 @@ type Desc struct {
 //     [Scope.Release].
 //   - KindJob: unsupported (see [FromGroup]).
 func Open(d Desc) (*Scope, error) { return open(d) }
-
-// PreparedCgroup returns the hierarchy path (as [Desc.Cgroup]) of the cgroup [Prepare] made for cmd's child, or ""
-// when the child gets no cgroup. The owner covers it with its supervisor before cmd.Start: the
-// cgroup is then covered before the child exists.
-func PreparedCgroup(cmd *exec.Cmd) string { return preparedCgroup(cmd) }
-
-// Abandon releases what [Prepare] took for cmd when cmd.Start failed: it removes the cgroup made
-// for the child that never started. It does nothing for a command that was attached.
-func Abandon(cmd *exec.Cmd) { abandon(cmd) }
 
 // EnvContainment names the environment variable that, set to "process-group", keeps an owner
 // from making cgroups: its children get process groups, as where no cgroup is writable. It is

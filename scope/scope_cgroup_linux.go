@@ -3,41 +3,34 @@ package scope
 import (
 	"fmt"
 	"os/exec"
-	"sync"
 
 	"github.com/custody-dev/custody/authority"
 )
 
-// pending holds the cgroups [Prepare] made, by command, until [Attach] or [Abandon] takes them.
-var pending sync.Map // *exec.Cmd → *cgroup
-
 // prepareCgroup has clone3 start cmd's child inside a cgroup of its own, r's when given and not
-// taken, or else one made now, when this process can have cgroup scopes (see Containment);
-// otherwise the child's scope is its process group.
-func prepareCgroup(cmd *exec.Cmd, r *Reservation) error {
+// taken, or else one made now, when this process can have cgroup scopes (see Containment), and
+// returns it; nil, and no error, when the child's scope is its process group. A command prepared
+// already (UseCgroupFD set) is refused.
+func prepareCgroup(cmd *exec.Cmd, r *Reservation) (*cgroup, error) {
 	a := cmd.SysProcAttr
 	if a.UseCgroupFD {
-		return fmt.Errorf("scope: prepare %s: SysProcAttr.UseCgroupFD is already set", cmd.Path)
-	}
-	if _, loaded := pending.Load(cmd); loaded {
-		return fmt.Errorf("scope: prepare %s: already prepared", cmd.Path)
+		return nil, fmt.Errorf("scope: prepare %s: SysProcAttr.UseCgroupFD is already set", cmd.Path)
 	}
 	if forcedGroups() != nil {
-		return nil
+		return nil, nil
 	}
 	cg := r.take()
 	if cg == nil {
 		var err error
 		if cg, err = newScopeCgroup(); err != nil {
-			return fmt.Errorf("scope: prepare %s: %w", cmd.Path, err)
+			return nil, fmt.Errorf("scope: prepare %s: %w", cmd.Path, err)
 		}
 		if cg == nil {
-			return nil // no cgroup for this process: a process group, as Containment reports
+			return nil, nil // no cgroup for this process: a process group, as Containment reports
 		}
 	}
 	a.UseCgroupFD, a.CgroupFD = true, cg.fd
-	pending.Store(cmd, cg)
-	return nil
+	return cg, nil
 }
 
 // newScopeCgroup makes the cgroup of a new scope. It returns nil, and no error, where this
@@ -52,26 +45,6 @@ func newScopeCgroup() (*cgroup, error) {
 		return nil, nil
 	}
 	return cg, err
-}
-
-func takeCgroup(cmd *exec.Cmd) *cgroup {
-	if v, ok := pending.LoadAndDelete(cmd); ok {
-		return v.(*cgroup)
-	}
-	return nil
-}
-
-func preparedCgroup(cmd *exec.Cmd) string {
-	if v, ok := pending.Load(cmd); ok {
-		return v.(*cgroup).rel
-	}
-	return ""
-}
-
-func abandon(cmd *exec.Cmd) {
-	if cg := takeCgroup(cmd); cg != nil {
-		cg.teardown() // nothing should be there, but a child whose start failed late may be
-	}
 }
 
 // openRecorded opens a recorded scope's cgroup and proves it is the recorded one.
@@ -110,7 +83,7 @@ func openCgroupPath(rel string) (*Scope, error) {
 		return nil, err
 	}
 	cg.hold()
-	return &Scope{sys: sysScope{cg: cg}}, nil
+	return &Scope{sys: sysScope{m: cgroupScope{cg}}}, nil
 }
 
 // usable reports whether this process has cgroup scopes (its owner directory could be made).

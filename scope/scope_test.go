@@ -97,8 +97,9 @@ func startNode(depth int, setsid, withScope bool, report *[]string) (*exec.Cmd, 
 	if setsid {
 		detach(cmd)
 	}
+	var prep *scope.Prepared
 	if withScope {
-		if err := scope.Prepare(cmd); err != nil {
+		if prep, err = scope.Prepare(cmd); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -107,7 +108,7 @@ func startNode(depth int, setsid, withScope bool, report *[]string) (*exec.Cmd, 
 	}
 	var s *scope.Scope
 	if withScope {
-		if s, err = scope.Attach(cmd); err != nil {
+		if s, err = prep.Attach(); err != nil {
 			cmd.Wait()
 			return nil, nil, err
 		}
@@ -136,11 +137,12 @@ func tree(t *testing.T, args ...string) *exec.Cmd {
 func startScoped(t *testing.T, args ...string) (*testproc.Proc, *scope.Scope) {
 	t.Helper()
 	cmd := tree(t, args...)
-	if err := scope.Prepare(cmd); err != nil {
+	prep, err := scope.Prepare(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	p := testproc.Start(t, cmd)
-	s, err := scope.Attach(cmd)
+	s, err := prep.Attach()
 	if err != nil {
 		t.Fatalf("attach: %v", err)
 	}
@@ -192,7 +194,7 @@ func mustIs(t *testing.T, err error, targets ...error) {
 
 func TestPrepareRefusesStarted(t *testing.T) {
 	p := testproc.Start(t, tree(t))
-	if err := scope.Prepare(p.Cmd); err == nil {
+	if _, err := scope.Prepare(p.Cmd); err == nil {
 		t.Error("Prepare of a started command succeeded")
 	}
 	p.Expect("ready ", 30*time.Second)
@@ -203,21 +205,57 @@ func TestPrepareRefusesStarted(t *testing.T) {
 }
 
 func TestAttachRefusesUnstarted(t *testing.T) {
-	if _, err := scope.Attach(tree(t)); err == nil {
+	prep, err := scope.Prepare(tree(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Abandon()
+	if _, err := prep.Attach(); err == nil {
 		t.Error("Attach of an unstarted command succeeded")
 	}
 }
 
-// An unprepared child runs outside any scope custody could take without a window: Attach
-// refuses it and kills it, rather than leave it unowned.
+// A Prepared scope is attached once: a second Attach is refused, and Abandon after the Attach
+// leaves the attached scope as it was (its cgroup, where it has one, is not removed).
+func TestPreparedAttachOnce(t *testing.T) {
+	cmd := tree(t)
+	prep, err := scope.Prepare(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testproc.Start(t, cmd)
+	s, err := prep.Attach()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupScope(s) })
+	if _, err := prep.Attach(); err == nil {
+		t.Error("a second Attach succeeded")
+	}
+	prep.Abandon()
+	p.Expect("ready ", 30*time.Second)
+	if empty, err := s.Empty(); err != nil || empty {
+		t.Errorf("after Abandon, the attached scope reads empty %v, %v; want its child in it", empty, err)
+	}
+}
+
+// A child whose preparation was undone before its start (its SysProcAttr replaced) runs outside
+// any scope custody could take without a window: Attach refuses it and kills it, rather than
+// leave it unowned.
 func TestAttachUnpreparedKills(t *testing.T) {
-	p := testproc.Start(t, tree(t))
+	cmd := tree(t)
+	prep, err := scope.Prepare(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = nil
+	p := testproc.Start(t, cmd)
 	a, err := authority.FromOS(p.Process)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	_, err = scope.Attach(p.Cmd)
+	_, err = prep.Attach()
 	mustIs(t, err, scope.ErrNotPrepared)
 	waitExit(t, 30*time.Second, a)
 	if err := p.Wait(); err == nil {

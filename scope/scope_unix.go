@@ -28,29 +28,53 @@ import (
 )
 
 type sysScope struct {
-	group *group  // the leader's group; with cg set, it is only for job control (nil: none)
-	cg    *cgroup // a cgroup scope (Linux), or nil
+	group *group    // the leader's group; in a cgroup it serves job control only (nil: none)
+	m     mechanism // what the scope is: its process group, or its cgroup
 }
 
-func (s *Scope) kind() Kind {
-	if s.sys.cg != nil {
-		return KindCgroup
+// mechanism is the verbs of one kind of Unix scope, chosen once when the scope is made: a
+// process group (groupScope) or a cgroup (cgroupScope). Scope's methods call them, and never ask
+// which kind they hold.
+type mechanism interface {
+	kind() Kind
+	signal(unix.Signal) error
+	pinned() bool
+	empty() (bool, error)
+	emptyIn(*Census) (bool, error)
+	wait(context.Context) error
+	close() error // Scope.Close: a cgroup is killed and removed, a group only let go of
+	release()     // Scope.Release: let go, touching nothing
+	describe() string
+	fill(*Desc)
+}
+
+// cgroup returns the scope's cgroup, or nil for a process group: for the operations that batch
+// cgroups (SignalAll, WaitAll).
+func (s sysScope) cgroup() *cgroup {
+	if m, ok := s.m.(cgroupScope); ok {
+		return m.cg
 	}
-	return KindGroup
+	return nil
 }
 
-func prepare(cmd *exec.Cmd, _ bool, r *Reservation) error {
+func (s *Scope) kind() Kind { return s.sys.m.kind() }
+
+func prepare(cmd *exec.Cmd, _ bool, r *Reservation) (preparation, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	a := cmd.SysProcAttr
 	if a.Pgid != 0 {
-		return fmt.Errorf("scope: prepare %s: SysProcAttr.Pgid %d would join an existing group", cmd.Path, a.Pgid)
+		return nil, fmt.Errorf("scope: prepare %s: SysProcAttr.Pgid %d would join an existing group", cmd.Path, a.Pgid)
 	}
 	if !a.Setsid {
 		a.Setpgid = true
 	}
-	return prepareCgroup(cmd, r)
+	cg, err := prepareCgroup(cmd, r)
+	if cg == nil || err != nil {
+		return groupPrep{}, err
+	}
+	return cgroupPrep{cg}, nil
 }
 
 // prepared reports whether cmd's child was made to lead a new group.
@@ -59,17 +83,38 @@ func prepared(cmd *exec.Cmd) bool {
 	return a != nil && a.Pgid == 0 && (a.Setpgid || a.Setsid)
 }
 
-func attach(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
-	pid := cmd.Process.Pid
-	cg := takeCgroup(cmd)
+// groupPrep prepares a process-group scope: nothing of it exists before the child, which makes
+// the group at its fork.
+type groupPrep struct{}
+
+func (groupPrep) desc() Desc { return Desc{} }
+func (groupPrep) abandon()   {}
+
+func (groupPrep) attach(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
 	if !prepared(cmd) {
-		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, ErrNotPrepared)
+		return nil, fmt.Errorf("scope: attach pid %d: %w", cmd.Process.Pid, ErrNotPrepared)
 	}
-	s, err := attachGroup(cmd, cg == nil, born)
+	return attachGroup(cmd, true, born)
+}
+
+// cgroupPrep prepares a cgroup scope: the cgroup exists before the child, which clone3 starts
+// inside it.
+type cgroupPrep struct{ cg *cgroup }
+
+func (p cgroupPrep) desc() Desc { return Desc{Kind: KindCgroup, Cgroup: p.cg.rel, CgroupID: p.cg.id} }
+
+// abandon removes the cgroup: nothing should be there, but a child whose start failed late may be.
+func (p cgroupPrep) abandon() { p.cg.teardown() }
+
+func (p cgroupPrep) attach(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
+	if !prepared(cmd) {
+		return nil, fmt.Errorf("scope: attach pid %d: %w", cmd.Process.Pid, ErrNotPrepared)
+	}
+	s, err := attachGroup(cmd, false, born)
 	if err != nil {
 		return nil, err
 	}
-	s.sys.cg = cg
+	s.sys.m = cgroupScope{p.cg}
 	return s, nil
 }
 
@@ -116,15 +161,14 @@ func leaderScope(cmd *exec.Cmd, leader procid.ID) *Scope {
 	return groupScope(g)
 }
 
-func groupScope(g *group) *Scope { return &Scope{leader: g.leader, sys: sysScope{group: g}} }
+func groupScope(g *group) *Scope {
+	return &Scope{leader: g.leader, sys: sysScope{group: g, m: processGroup{g}}}
+}
 
 // abort kills a child whose attach failed. When it was made to lead a group, the group goes too:
 // the child may have started others already. Its pid is pinned while it is unreaped, which
 // Attach's contract (nothing waits for it yet) guarantees, so kill(-pid) reaches only its group.
 func abort(cmd *exec.Cmd) {
-	if cg := takeCgroup(cmd); cg != nil {
-		cg.teardown()
-	}
 	if prepared(cmd) && cmd.ProcessState == nil {
 		unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
 	}
@@ -172,10 +216,7 @@ func (s *Scope) signal(sig os.Signal) error {
 	if err != nil {
 		return err
 	}
-	if s.sys.cg == nil {
-		return s.sys.group.signal(us)
-	}
-	return s.sys.cg.signal(us)
+	return s.sys.m.signal(us)
 }
 
 func (s *Scope) signalGroup(sig os.Signal) error {
@@ -189,50 +230,23 @@ func (s *Scope) signalGroup(sig os.Signal) error {
 	return s.sys.group.signal(us)
 }
 
-func (s *Scope) pinned() bool {
-	if s.sys.cg != nil {
-		return true
-	}
-	return s.sys.group.pinned()
-}
-
-func (s *Scope) empty() (bool, error) {
-	if s.sys.cg == nil {
-		return s.sys.group.empty()
-	}
-	pop, err := s.sys.cg.populated()
-	if errors.Is(err, procid.ErrGone) {
-		return true, nil
-	}
-	return !pop, err
-}
-
-func (s *Scope) emptyIn(c *Census) (bool, error) {
-	if s.sys.cg == nil {
-		return s.sys.group.emptyIn(c)
-	}
-	return s.empty()
-}
-
-func (s *Scope) wait(ctx context.Context) error {
-	if s.sys.cg == nil {
-		return s.sys.group.wait(ctx)
-	}
-	return s.sys.cg.wait(ctx)
-}
-
-// closeWait bounds how long Close waits for a killed cgroup to empty before removing it.
-const closeWait = time.Second
+func (s *Scope) pinned() bool                    { return s.sys.m.pinned() }
+func (s *Scope) empty() (bool, error)            { return s.sys.m.empty() }
+func (s *Scope) emptyIn(c *Census) (bool, error) { return s.sys.m.emptyIn(c) }
+func (s *Scope) wait(ctx context.Context) error  { return s.sys.m.wait(ctx) }
+func (s *Scope) describe() string                { return s.sys.m.describe() }
 
 func (s *Scope) close() error {
 	s.closeGroup()
-	cg := s.sys.cg
-	if cg == nil {
-		return nil
-	}
-	if err := cg.teardown(); err != nil {
+	if err := s.sys.m.close(); err != nil {
 		return fmt.Errorf("scope: close %v: %w", s, err)
 	}
+	return nil
+}
+
+func (s *Scope) release() error {
+	s.closeGroup()
+	s.sys.m.release()
 	return nil
 }
 
@@ -243,29 +257,49 @@ func (s *Scope) closeGroup() {
 	}
 }
 
-func (s *Scope) release() error {
-	s.closeGroup()
-	if s.sys.cg != nil {
-		s.sys.cg.close()
-		s.sys.cg.disown()
-	}
-	return nil
-}
-
-func (s *Scope) describe() string {
-	if s.sys.cg != nil {
-		return "cgroup " + s.sys.cg.rel
-	}
-	return fmt.Sprintf("pgrp %d", s.pgid())
-}
-
 func (s *Scope) desc() Desc {
 	d := Desc{Kind: s.kind(), Leader: s.leader, PGID: s.pgid()}
-	if cg := s.sys.cg; cg != nil {
-		d.Cgroup, d.CgroupID = cg.rel, cg.id
-	}
+	s.sys.m.fill(&d)
 	return d
 }
+
+// processGroup is the scope that is a process group.
+type processGroup struct{ g *group }
+
+func (m processGroup) kind() Kind                      { return KindGroup }
+func (m processGroup) signal(sig unix.Signal) error    { return m.g.signal(sig) }
+func (m processGroup) pinned() bool                    { return m.g.pinned() }
+func (m processGroup) empty() (bool, error)            { return m.g.empty() }
+func (m processGroup) emptyIn(c *Census) (bool, error) { return m.g.emptyIn(c) }
+func (m processGroup) wait(ctx context.Context) error  { return m.g.wait(ctx) }
+func (m processGroup) close() error                    { return nil } // the group's pidfd: closeGroup
+func (m processGroup) release()                        {}
+func (m processGroup) describe() string                { return fmt.Sprintf("pgrp %d", m.g.pgid) }
+func (m processGroup) fill(*Desc)                      {}
+
+// cgroupScope is the scope that is a cgroup.
+type cgroupScope struct{ cg *cgroup }
+
+func (m cgroupScope) kind() Kind                     { return KindCgroup }
+func (m cgroupScope) signal(sig unix.Signal) error   { return m.cg.signal(sig) }
+func (m cgroupScope) pinned() bool                   { return true }
+func (m cgroupScope) emptyIn(*Census) (bool, error)  { return m.empty() }
+func (m cgroupScope) wait(ctx context.Context) error { return m.cg.wait(ctx) }
+func (m cgroupScope) close() error                   { return m.cg.teardown() }
+func (m cgroupScope) release()                       { m.cg.close(); m.cg.disown() }
+func (m cgroupScope) describe() string               { return "cgroup " + m.cg.rel }
+func (m cgroupScope) fill(d *Desc)                   { d.Cgroup, d.CgroupID = m.cg.rel, m.cg.id }
+
+func (m cgroupScope) empty() (bool, error) {
+	pop, err := m.cg.populated()
+	if errors.Is(err, procid.ErrGone) {
+		return true, nil
+	}
+	return !pop, err
+}
+
+// closeWait bounds how long Close waits for a killed cgroup to empty before removing it.
+const closeWait = time.Second
 
 func open(d Desc) (*Scope, error) {
 	switch d.Kind {
@@ -278,7 +312,7 @@ func open(d Desc) (*Scope, error) {
 		}
 		// The group serves job control only, which another process than the owner never does.
 		g := checkedGroup(procid.ID{PID: d.PGID, Start: d.Leader.Start, PidfdID: d.Leader.PidfdID})
-		return &Scope{leader: d.Leader, sys: sysScope{group: g, cg: cg}}, nil
+		return &Scope{leader: d.Leader, sys: sysScope{group: g, m: cgroupScope{cg}}}, nil
 	}
 	return nil, fmt.Errorf("scope: open %q scope: %w", d.Kind, errors.ErrUnsupported)
 }

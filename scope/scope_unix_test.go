@@ -148,14 +148,15 @@ func TestSetsidEscapesGroup(t *testing.T) {
 func TestPrepareKeepsSetsid(t *testing.T) {
 	cmd := tree(t)
 	detach(cmd)
-	if err := scope.Prepare(cmd); err != nil {
+	prep, err := scope.Prepare(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if cmd.SysProcAttr.Setpgid {
 		t.Fatal("Prepare set Setpgid beside Setsid: the child's setpgid would fail")
 	}
 	p := testproc.Start(t, cmd)
-	s, err := scope.Attach(cmd)
+	s, err := prep.Attach()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestPrepareKeepsSetsid(t *testing.T) {
 func TestPrepareRefusesJoiningGroup(t *testing.T) {
 	cmd := tree(t)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: unix.Getpgrp()}
-	if err := scope.Prepare(cmd); err == nil {
+	if _, err := scope.Prepare(cmd); err == nil {
 		t.Fatal("Prepare accepted a command that joins an existing group")
 	}
 }

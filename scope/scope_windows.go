@@ -49,7 +49,7 @@ type sysScope struct {
 	consoleGroup bool
 }
 
-func prepare(cmd *exec.Cmd, sharedConsole bool, _ *Reservation) error {
+func prepare(cmd *exec.Cmd, sharedConsole bool, _ *Reservation) (preparation, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -57,10 +57,17 @@ func prepare(cmd *exec.Cmd, sharedConsole bool, _ *Reservation) error {
 	if !sharedConsole { // see PrepareSharedConsole
 		cmd.SysProcAttr.CreationFlags |= windows.CREATE_NEW_PROCESS_GROUP
 	}
-	return nil
+	return jobPrep{}, nil
 }
 
-func attach(cmd *exec.Cmd, _ procid.Span) (s *Scope, err error) {
+// jobPrep prepares a job scope: the job is made at the attach, and the child, suspended until
+// then, runs nothing before it is inside.
+type jobPrep struct{}
+
+func (jobPrep) desc() Desc { return Desc{} }
+func (jobPrep) abandon()   {}
+
+func (jobPrep) attach(cmd *exec.Cmd, _ procid.Span) (s *Scope, err error) {
 	pid := cmd.Process.Pid
 	if a := cmd.SysProcAttr; a == nil || a.CreationFlags&windows.CREATE_SUSPENDED == 0 {
 		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, ErrNotPrepared)

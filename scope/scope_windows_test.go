@@ -132,7 +132,8 @@ func TestJobContainsTree(t *testing.T) {
 func TestChildSuspendedUntilAttach(t *testing.T) {
 	mark := tempFile(t, "ran")
 	cmd := tree(t, "-mark", mark)
-	if err := scope.Prepare(cmd); err != nil {
+	prep, err := scope.Prepare(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	const want = windows.CREATE_SUSPENDED | windows.CREATE_NEW_PROCESS_GROUP
@@ -152,7 +153,7 @@ func TestChildSuspendedUntilAttach(t *testing.T) {
 	if _, err := os.Stat(mark); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the unattached child ran: stat %s: %v", mark, err)
 	}
-	s, err := scope.Attach(cmd)
+	s, err := prep.Attach()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,8 @@ func TestShareConsole(t *testing.T) {
 		if share {
 			prepare = scope.PrepareSharedConsole
 		}
-		if err := prepare(cmd); err != nil {
+		prep, err := prepare(cmd)
+		if err != nil {
 			t.Fatal(err)
 		}
 		flags := cmd.SysProcAttr.CreationFlags
@@ -271,7 +273,7 @@ func TestShareConsole(t *testing.T) {
 			t.Fatalf("ShareConsole %v: CreationFlags %#x", share, flags)
 		}
 		p := testproc.Start(t, cmd)
-		s, err := scope.Attach(cmd)
+		s, err := prep.Attach()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func signalAll(ss []*Scope, sig os.Signal) []error {
 	}
 	unnested := make(map[string]bool)
 	for i, s := range ss {
-		cg := s.sys.cg
+		cg := s.sys.cgroup()
 		if cg == nil || us == unix.SIGKILL {
 			errs[i] = s.signal(sig)
 			continue

@@ -88,7 +88,7 @@ func (w *waiter) families(held []*Scope) []*family {
 	byDir := make(map[string]*family)
 	var fams []*family
 	for _, s := range held {
-		dir := filepath.Dir(s.sys.cg.path)
+		dir := filepath.Dir(s.sys.cgroup().path)
 		f := byDir[dir]
 		if f == nil {
 			f = &family{dir: dir, events: -1}
@@ -291,7 +291,7 @@ func (f *family) closeEvents() {
 
 // holdsEvents reports whether the scope is a cgroup whose cgroup.events is held open.
 func (s *Scope) holdsEvents() bool {
-	cg := s.sys.cg
+	cg := s.sys.cgroup()
 	if cg == nil {
 		return false
 	}
@@ -306,7 +306,7 @@ func (s *Scope) holdsEvents() bool {
 // watch adds the scope's held cgroup.events to ep, with index i as its tag, and reports whether
 // it did; a scope read once by sortOut just before has re-armed the file.
 func (s *Scope) watch(ep int, i int32) bool {
-	cg := s.sys.cg
+	cg := s.sys.cgroup()
 	return cg.with(func(int) error {
 		fd := cg.heldFile("cgroup.events")
 		if fd < 0 {
@@ -326,8 +326,8 @@ func (s *Scope) settled(ep int, unknown *[]*Scope) bool {
 	} else if !empty {
 		return false
 	}
-	s.sys.cg.with(func(int) error {
-		return unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, s.sys.cg.heldFile("cgroup.events"), nil)
+	s.sys.cgroup().with(func(int) error {
+		return unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, s.sys.cgroup().heldFile("cgroup.events"), nil)
 	})
 	return true
 }

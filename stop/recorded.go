@@ -22,6 +22,8 @@ import (
 // removed.
 func Recorded(ctx context.Context, rec procid.Record, d scope.Desc, opts Options) Result {
 	t, s, res, ok := target(rec, d, opts)
+	t, ok, swept := sweepStrays(t, s, res, ok, d, opts)
+	defer swept()
 	if !ok {
 		return res
 	}
@@ -44,7 +46,7 @@ func Recorded(ctx context.Context, rec procid.Record, d scope.Desc, opts Options
 func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.Scope, res Result, ok bool) {
 	t.PID, res.PID = rec.PID, rec.PID
 	if err := authority.Refuse(rec.PID); err != nil {
-		_, r := t.settle(res, err, true)
+		_, r := t.outcomeOf(res, err, true)
 		return t, nil, r, false
 	}
 	p, err := authority.Acquire(rec)
@@ -59,7 +61,7 @@ func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.S
 	}
 	gone := errors.Is(err, procid.ErrGone)
 	if err != nil && !gone {
-		_, r := t.settle(res, err, true)
+		_, r := t.outcomeOf(res, err, true)
 		return t, nil, r, false
 	}
 	t.Process = p
@@ -70,7 +72,7 @@ func target(rec procid.Record, d scope.Desc, opts Options) (t Target, s *scope.S
 		if p != nil {
 			p.Close()
 		}
-		_, r := t.settle(res, err, true)
+		_, r := t.outcomeOf(res, err, true)
 		return t, nil, r, false
 	}
 	if s != nil {

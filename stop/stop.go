@@ -73,19 +73,28 @@ func (r Result) OK() bool { return r.Outcome == Exited || r.Outcome == AlreadyEx
 
 // Options tunes a stop. The zero value uses the defaults.
 type Options struct {
-	Grace    time.Duration // between the request and the kill; default 3 s
+	Grace    time.Duration // between the request and the kill; default [DefaultGrace]
 	KillWait time.Duration // after the kill, how long to wait for the exit; default 2 s
 	// Owner, for [Recorded], is the uid the row's process must run as: the owner of the ledger the row
 	// was read from ([ledger.Ledger.Owner]). Nil means the caller's uid. Unused on Windows.
 	Owner *int
+	// ScopeID, for [Recorded], is the scope id the row records (ledger.Row.ScopeID): on the
+	// process-group path the stop also reaches the processes of Owner whose environment carries
+	// it, each proven through a pidfd first (see scope.FindStrays). Empty reaches none.
+	ScopeID string
 }
 
 const (
+	// DefaultGrace is the one default time between the request and the kill, for a stop and for
+	// the supervisor's stop at the owner's death alike (see [Grace]).
 	DefaultGrace    = 3 * time.Second
 	DefaultKillWait = 2 * time.Second
 )
 
-func (o Options) grace() time.Duration    { return orDefault(o.Grace, DefaultGrace) }
+// Grace returns d, or [DefaultGrace] when d is not positive: the default every grace takes.
+func Grace(d time.Duration) time.Duration { return orDefault(d, DefaultGrace) }
+
+func (o Options) grace() time.Duration    { return Grace(o.Grace) }
 func (o Options) killWait() time.Duration { return orDefault(o.KillWait, DefaultKillWait) }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -121,7 +130,7 @@ func Stop(ctx context.Context, t Target, opts Options) Result {
 		res.Reason = "killed at once: " + err.Error()
 		return t.kill(ctx, res, opts)
 	}
-	if done, r := t.settle(res, err, true); done {
+	if done, r := t.outcomeOf(res, err, true); done {
 		return r
 	}
 	res.Request = request
@@ -140,7 +149,7 @@ func Stop(ctx context.Context, t Target, opts Options) Result {
 
 func (t Target) kill(ctx context.Context, res Result, opts Options) Result {
 	res.Forced = true
-	if done, r := t.settle(res, t.signal(os.Kill), false); done {
+	if done, r := t.outcomeOf(res, t.signal(os.Kill), false); done {
 		return r
 	}
 	killCtx, cancel := context.WithTimeout(ctx, opts.killWait())
@@ -152,9 +161,9 @@ func (t Target) kill(ctx context.Context, res Result, opts Options) Result {
 	return res
 }
 
-// settle classifies a signal's error; done is false when the signal went out and the stop goes
+// outcomeOf classifies a signal's error; done is false when the signal went out and the stop goes
 // on. first says whether this was the stop's first signal (a gone target then had exited before).
-func (t Target) settle(res Result, err error, first bool) (done bool, r Result) {
+func (t Target) outcomeOf(res Result, err error, first bool) (done bool, r Result) {
 	switch {
 	case err == nil:
 		return false, res

@@ -88,7 +88,8 @@ func helperConsoleOwner([]string) int {
 	cmd.Env = append(os.Environ(), testproc.Env("console"))
 	_, err1 := cmd.StdinPipe() // its lifeline, open while this owner runs
 	out, err2 := cmd.StdoutPipe()
-	if err := errors.Join(err1, err2, scope.Prepare(cmd)); err != nil {
+	prep, err3 := scope.Prepare(cmd)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		fmt.Println("error", err)
 		return 1
 	}
@@ -96,7 +97,7 @@ func helperConsoleOwner([]string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	s, err := scope.Attach(cmd)
+	s, err := prep.Attach()
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -211,11 +212,12 @@ func TestRowWrongIdentity(t *testing.T) {
 // every process in it.
 func TestOwnerWindow(t *testing.T) {
 	cmd := testproc.Helper(t, "window", "close")
-	if err := scope.Prepare(cmd); err != nil {
+	prep, err := scope.Prepare(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	p := testproc.Start(t, cmd)
-	s, err := scope.Attach(cmd)
+	s, err := prep.Attach()
 	if err != nil {
 		t.Fatal(err)
 	}

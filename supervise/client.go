@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/custody-dev/custody/stop"
 )
 
 const (
@@ -48,6 +50,11 @@ type Group struct {
 	// supervisor that knows only the four-field line (or a Hermes one, which knows only two)
 	// ignores whole: custody owners send it only to custody supervisors.
 	PidfdID uint64
+	// ScopeID is the scope's id in its processes' environment (scope.EnvScopeID), or "": at the
+	// owner's death the supervisor also stops the processes of its user that carry it. It
+	// travels on an "envid <pgid> <id>" line after the register line, which a Hermes supervisor
+	// ignores.
+	ScopeID string
 }
 
 var (
@@ -83,7 +90,7 @@ var (
 // [errors.ErrUnsupported].
 type Client struct {
 	// Grace is the supervisor's [Config.Grace]: how long covered groups have between SIGTERM and
-	// SIGKILL when the owner dies. 0 means [DefaultGrace].
+	// SIGKILL when the owner dies. 0 means [stop.DefaultGrace].
 	Grace time.Duration
 	// IdleGrace is how long a supervisor covering nothing is kept before it is released (its
 	// pipe closed: it exits at once, killing nothing). 0 means [DefaultIdleGrace]; negative
@@ -115,7 +122,7 @@ type Client struct {
 	mu      sync.Mutex
 	groups  map[int]Group   // the covered set, replayed to every new supervisor
 	cgroups map[string]bool // covered cgroups, replayed likewise
-	// reserved holds the cgroups covered ahead of their child (see ReserveCgroup), each with the
+	// reserved holds the cgroups covered ahead of their child (see reserveCgroup), each with the
 	// supervisor told: they are not replayed, and one told to a supervisor no longer current is
 	// not covered.
 	reserved map[string]*proc
@@ -167,14 +174,14 @@ func (c *Client) Start() error {
 	return nil
 }
 
-// Register covers a group: when the owner dies, the supervisor stops it (see [Serve]). It returns
+// register covers a group (see [Client.Cover]): when the owner dies, the supervisor stops it (see [Serve]). It returns
 // once the registration is in the supervisor's pipe, starting the supervisor first if none runs;
 // from then on the owner's death, at any instant, reaches the group. Registering a covered group
 // again replaces its record.
 //
 // Spawn the child in its own process group (SysProcAttr.Setpgid) and register it right away;
-// stop it before [Client.Unregister], not after, or an owner death in between orphans it.
-func (c *Client) Register(g Group) error {
+// stop it before [Client.Uncover], not after, or an owner death in between orphans it.
+func (c *Client) register(g Group) error {
 	if g.PID == 0 {
 		g.PID = g.PGID
 	}
@@ -212,13 +219,13 @@ func (c *Client) Register(g Group) error {
 	return nil
 }
 
-// RegisterCgroup covers a cgroup scope custody made (path as in scope.Desc.Cgroup): when the
+// registerCgroup covers a cgroup scope custody made (path as in scope.Desc.Cgroup): when the
 // owner dies, the supervisor stops everything in it, ending with cgroup.kill, and removes it (see
 // the package doc). Register it right after making it and before starting the child in it: the
 // child is then covered from its first instruction. It returns once the line is in the
 // supervisor's pipe. The supervisor opens the cgroup on reading the line; one it cannot open is
 // logged and ignored there.
-func (c *Client) RegisterCgroup(path string) error {
+func (c *Client) registerCgroup(path string) error {
 	if err := refuseCgroup("register", path); err != nil {
 		return err
 	}
@@ -238,12 +245,12 @@ func (c *Client) RegisterCgroup(path string) error {
 			return nil
 		}
 	}
-	had := c.cgroups[path]
+	if c.cgroups[path] {
+		return nil // covered already (before its child was born): nothing to write
+	}
 	c.cgroups[path] = true
 	if err := c.sendLocked(cgroupLine(nil, "cgroup", path)); err != nil {
-		if !had {
-			delete(c.cgroups, path)
-		}
+		delete(c.cgroups, path)
 		if c.emptyLocked() {
 			c.armIdleLocked()
 		}
@@ -252,16 +259,16 @@ func (c *Client) RegisterCgroup(path string) error {
 	return nil
 }
 
-// ReserveCgroup covers an empty cgroup made ahead of the child that will be born in it (see
-// scope.Reserve), so that [Client.RegisterCgroup] at the child's start finds it covered and
+// reserveCgroup covers an empty cgroup made ahead of the child that will be born in it (see
+// scope.Reserve), so that registerCgroup at the child's start finds it covered and
 // writes nothing: the supervisor opens a cgroup on reading its line, work that would otherwise
 // run beside the child's exec. A reservation keeps no supervisor: with none running it covers
 // nothing (and returns nil), and a client that covers only reservations is idle, released after
 // IdleGrace once it has uncovered them, so that the supervisor leaves them in place. A supervisor
 // that dies takes its reservations with it: they are not replayed to the next, and
-// RegisterCgroup then covers the cgroup as if never reserved. The owner's death removes the
+// registerCgroup then covers the cgroup as if never reserved. The owner's death removes the
 // reserved cgroups, as it does every covered cgroup once empty.
-func (c *Client) ReserveCgroup(path string) error {
+func (c *Client) reserveCgroup(path string) error {
 	if err := refuseCgroup("reserve", path); err != nil {
 		return err
 	}
@@ -295,9 +302,9 @@ func refuseCgroup(op, path string) error {
 	return nil
 }
 
-// UnregisterCgroup stops covering a cgroup; its processes are left alone. Unregistering a cgroup
+// unregisterCgroup stops covering a cgroup; its processes are left alone. Unregistering a cgroup
 // that is not covered does nothing.
-func (c *Client) UnregisterCgroup(path string) error {
+func (c *Client) unregisterCgroup(path string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -339,10 +346,10 @@ func (c *Client) endLossLocked() {
 	c.stopRetryLocked()
 }
 
-// Unregister stops covering a group; the owner's death no longer reaches it. Unregistering a
+// unregister stops covering a group; the owner's death no longer reaches it. Unregistering a
 // group that is not covered does nothing. When the set becomes empty, the supervisor is released
 // after IdleGrace.
-func (c *Client) Unregister(pgid int) error {
+func (c *Client) unregister(pgid int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -699,10 +706,7 @@ func (c *Client) logger() *slog.Logger {
 }
 
 func (c *Client) grace() time.Duration {
-	if c.Grace <= 0 {
-		return DefaultGrace
-	}
-	return c.Grace
+	return stop.Grace(c.Grace)
 }
 
 func (c *Client) startTimeout() time.Duration {

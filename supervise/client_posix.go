@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/custody-dev/custody/internal/localsock"
 )
 
 // readyFD is the supervisor's descriptor for the readiness pipe: the first of ExtraFiles.
@@ -175,7 +177,7 @@ func (c *Client) nestPathLocked() string {
 		c.nestDir = "" // a supervisor that exited removed it; a fresh one is made
 	}
 	if c.nestDir == "" {
-		dir, err := os.MkdirTemp("", "custody-nest-")
+		dir, err := localsock.MkdirPrivate("", "custody-nest-")
 		if err != nil {
 			c.logger().Warn("supervise: nest socket directory", "err", err)
 			return ""

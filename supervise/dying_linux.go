@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 )
 
@@ -150,12 +151,7 @@ func (r *dyingReader) Read(b []byte) (int, error) {
 		var n int
 		var rerr error
 		err := r.rc.Read(func(fd uintptr) bool {
-			for {
-				n, rerr = unix.Read(int(fd), b)
-				if rerr != unix.EINTR {
-					break
-				}
-			}
+			n, rerr = eintr.Retry(func() (int, error) { return unix.Read(int(fd), b) })
 			// Nothing to read: wait for more, unless the owner is dying and that is yet to be said.
 			return rerr != unix.EAGAIN || r.dying.Load() && !r.told
 		})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/stop"
 	"github.com/custody-dev/custody/supervise"
 	"golang.org/x/sys/unix"
 )
@@ -304,7 +305,7 @@ func helperDieYoung(args []string) int {
 func helperSuperviseCLI(args []string) int {
 	fs := flag.NewFlagSet("supervise", flag.ContinueOnError)
 	ownerPGID := fs.Int("owner-pgid", 0, "the owner's process group")
-	grace := fs.Duration("grace", supervise.DefaultGrace, "SIGTERM to SIGKILL")
+	grace := fs.Duration("grace", stop.DefaultGrace, "SIGTERM to SIGKILL")
 	socket := fs.String("socket-path", "", "the v2 socket")
 	if err := fs.Parse(args); err != nil {
 		return 2

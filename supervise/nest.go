@@ -3,6 +3,8 @@ package supervise
 import (
 	"sync"
 	"time"
+
+	"github.com/custody-dev/custody/scope"
 )
 
 // Nested owners on the process-group path. An owner's children may be owners themselves (a
@@ -63,12 +65,24 @@ type Outer struct {
 	groups map[int]Group
 }
 
-// Register asks the outer supervisor to cover g too, and returns once it has answered: nil when
-// it covers it, an error wrapping [ErrRefused] when it refused.
-func (o *Outer) Register(g Group) error { return o.register(g) }
+// Cover asks the outer supervisor to cover the process group d describes too, and returns once
+// it has answered: nil when it covers it, an error wrapping [ErrRefused] when it refused. Other
+// scopes need no outer cover, and it does nothing for them: a cgroup nests below the outer
+// owner's, which kills it, and a job below the outer job.
+func (o *Outer) Cover(d scope.Desc) error {
+	if d.Kind != scope.KindGroup {
+		return nil
+	}
+	return o.register(groupOf(d))
+}
 
-// Unregister asks the outer supervisor to stop covering a group Register covered.
-func (o *Outer) Unregister(pgid int) error { return o.unregister(pgid) }
+// Uncover asks the outer supervisor to stop covering a process group Cover covered.
+func (o *Outer) Uncover(d scope.Desc) error {
+	if d.Kind != scope.KindGroup {
+		return nil
+	}
+	return o.unregister(d.PGID)
+}
 
 // Close closes the connection. It unregisters nothing: the outer supervisor keeps covering.
 func (o *Outer) Close() error { return o.close() }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/custody-dev/custody/internal/localsock"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 )
@@ -311,7 +312,7 @@ func acceptNested(ln *net.UnixListener, reqs chan<- nestRequest, done <-chan str
 // no register or unregister command is refused too.
 func serveNestConn(c *net.UnixConn, id uint64, reqs chan<- nestRequest, done <-chan struct{}, log *slog.Logger) {
 	defer c.Close()
-	pid, uid, err := peerCred(c)
+	peer, err := localsock.PeerCred(c)
 	if err != nil {
 		log.Warn("supervise: refused nested connection", "err", err, "reason", "no peer credentials")
 		return
@@ -327,7 +328,7 @@ func serveNestConn(c *net.UnixConn, id uint64, reqs chan<- nestRequest, done <-c
 		}
 		cmd, ok := parseLine(line)
 		if ok && (cmd.verb == verbRegister || cmd.verb == verbUnregister) {
-			r := nestRequest{cmd: cmd, conn: id, peer: pid, uid: uid, reply: make(chan bool, 1)}
+			r := nestRequest{cmd: cmd, conn: id, peer: peer.PID, uid: peer.UID, reply: make(chan bool, 1)}
 			select {
 			case reqs <- r:
 			case <-done:

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/custody-dev/custody/internal/localsock"
 )
 
 // outerConn is an open connection to the outer supervisor, with its answers' reader.
@@ -81,7 +83,7 @@ func (o *Outer) askLocked(line []byte) error {
 
 // dialLocked connects and replays the registered set.
 func (o *Outer) dialLocked() error {
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: o.Path, Net: "unix"})
+	c, err := localsock.Dial(o.Path)
 	if err != nil {
 		return fmt.Errorf("dial outer supervisor: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,12 +60,7 @@ func signalReady() error {
 		return fmt.Errorf("ready fd %q: not a descriptor above stderr", v)
 	}
 	defer unix.Close(fd)
-	for {
-		_, err = unix.Write(fd, []byte{'R'})
-		if err != unix.EINTR {
-			break
-		}
-	}
+	_, err = eintr.Retry(func() (int, error) { return unix.Write(fd, []byte{'R'}) })
 	if err != nil {
 		return fmt.Errorf("signal ready: %w", os.NewSyscallError("write", err))
 	}

@@ -5,10 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"time"
-)
 
-// DefaultGrace is how long the supervisor waits between SIGTERM and SIGKILL when none is set.
-const DefaultGrace = 3 * time.Second
+	"github.com/custody-dev/custody/stop"
+)
 
 // pollInterval is how often the supervisor checks whether signalled groups are gone.
 const pollInterval = 100 * time.Millisecond
@@ -20,7 +19,7 @@ type Config struct {
 	// not known; groups ≤ 1 and the supervisor's own group are refused regardless.
 	OwnerPGID int
 	// Grace is how long groups have, after SIGTERM, to exit before SIGKILL. 0 means
-	// [DefaultGrace].
+	// [stop.DefaultGrace], the default of every stop.
 	Grace time.Duration
 	// Logger receives refusals (warn), identity losses and signal failures (warn), and ignored
 	// lines (debug). Nil discards.
@@ -28,9 +27,7 @@ type Config struct {
 }
 
 func (cfg Config) withDefaults() Config {
-	if cfg.Grace <= 0 {
-		cfg.Grace = DefaultGrace
-	}
+	cfg.Grace = stop.Grace(cfg.Grace)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/custody-dev/custody/internal/localsock"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
@@ -48,13 +49,10 @@ func runSocket(cfg Config, path string) error {
 	return ServeSocket(context.Background(), os.Stdin, ln, cfg)
 }
 
-// listen makes the socket, reachable by its owner's user alone: the umask is narrowed around
-// bind(2), so that no moment exists in which another user could connect (a later chmod would
-// leave one). Only the socket's file is ever removed, and only one this listener made.
+// listen makes the socket, reachable by its owner's user alone (see [localsock.Listen]). Only the
+// socket's file is ever removed, and only one this listener made.
 func listen(path string) (*net.UnixListener, error) {
-	old := unix.Umask(0o077)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	unix.Umask(old)
+	ln, err := localsock.Listen(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSocket, err)
 	}
@@ -260,12 +258,12 @@ func serveConn(c *net.UnixConn, reqs chan<- socketRequest, done <-chan struct{},
 		log.Warn("supervise: refused socket registration", "reason", "malformed line")
 		return
 	}
-	peer, err := peerPID(c)
+	peer, err := localsock.PeerCred(c)
 	if err != nil {
 		log.Warn("supervise: refused socket registration", "pid", cmd.pid, "err", err, "reason", "no peer credentials")
 		return
 	}
-	r := socketRequest{token: token, cmd: cmd, peer: peer, expires: expires, reply: make(chan bool, 1)}
+	r := socketRequest{token: token, cmd: cmd, peer: peer.PID, expires: expires, reply: make(chan bool, 1)}
 	timeout := time.NewTimer(time.Until(expires))
 	defer timeout.Stop()
 	select {

@@ -19,6 +19,7 @@
 package agent
 
 import (
+	"github.com/custody-dev/custody/procid"
 	"io"
 	"time"
 
@@ -45,4 +46,7 @@ type Config struct {
 	// as at the connection's end of file, even while another process (which inherited a copy of
 	// the socket) keeps the connection open.
 	OwnerDone <-chan struct{}
+	// Caller, when not nil, is the client process: every child's row records it as the process
+	// its owner serves (caller_pid), as custody run's rows record their caller.
+	Caller *procid.ID
 }

@@ -825,3 +825,40 @@ func TestFifosWithdrawn(t *testing.T) {
 		t.Errorf("a withdrawn token: %s, want no-such-fifo", r.raw)
 	}
 }
+
+// TestRowNamesClient: a child's row records the agent's client as the process its owner serves
+// (caller_pid), as a row of custody run records its caller; the owner field stays the agent's.
+func TestRowNamesClient(t *testing.T) {
+	c := startAgent(t)
+	r := c.do(map[string]any{"op": "start", "argv": []string{"cat"}, "stdio": []string{"pipe", "null", "null"}})
+	if !r.ok() || len(r.fds) != 1 {
+		t.Fatalf("start: %s", r.raw)
+	}
+	defer r.fds[0].Close() // cat's stdin: its end ends cat
+	data, err := os.ReadFile(c.ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		PID       int  `json:"pid"`
+		Owner     *int `json:"owner"`
+		CallerPID *int `json:"caller_pid"`
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatalf("ledger: %v", err)
+	}
+	pid := int(r.num("pid"))
+	for _, row := range rows {
+		if row.PID != pid {
+			continue
+		}
+		if row.CallerPID == nil || *row.CallerPID != os.Getpid() {
+			t.Errorf("caller_pid %v, want the client, pid %d", row.CallerPID, os.Getpid())
+		}
+		if row.Owner == nil || *row.Owner != c.agent.Process.Pid {
+			t.Errorf("owner %v, want the agent, pid %d", row.Owner, c.agent.Process.Pid)
+		}
+		return
+	}
+	t.Fatalf("no row for pid %d in %s", pid, data)
+}

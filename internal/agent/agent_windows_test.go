@@ -119,20 +119,21 @@ func envWith(helper string) map[string]string {
 
 // agent is a started `custody agent --socket`, before or after its client connected.
 type agent struct {
-	t    *testing.T
-	p    *testproc.Proc
-	name string
+	t      *testing.T
+	p      *testproc.Proc
+	name   string
+	ledger string
 }
 
 func startAgent(t *testing.T) *agent {
 	t.Helper()
-	name := pipeName()
-	cmd := testproc.Helper(t, "custody", "--ledger", ledgerPath(t), "agent", "--socket", name, "--grace", "1s")
+	name, led := pipeName(), ledgerPath(t)
+	cmd := testproc.Helper(t, "custody", "--ledger", led, "agent", "--socket", name, "--grace", "1s")
 	p := testproc.Start(t, cmd)
 	if got := p.Line(time.Minute); got != "ready "+name {
 		t.Fatalf("agent said %q, want ready %s", got, name)
 	}
-	return &agent{t: t, p: p, name: name}
+	return &agent{t: t, p: p, name: name, ledger: led}
 }
 
 func ledgerPath(t *testing.T) string { return testproc.TempDir(t) + `\state\spawn-ledger.json` }
@@ -148,6 +149,32 @@ func (a *agent) exit() int {
 		a.t.Fatal(err)
 	}
 	return 0
+}
+
+// checkRow checks that pid's row names the test, the client, as the process its owner serves.
+func (a *agent) checkRow(pid int) {
+	a.t.Helper()
+	data, err := os.ReadFile(a.ledger)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	var rows []struct {
+		PID         int    `json:"pid"`
+		CallerPID   *int   `json:"caller_pid"`
+		Containment string `json:"containment"`
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		a.t.Fatalf("ledger: %v", err)
+	}
+	for _, r := range rows {
+		if r.PID == pid {
+			if r.CallerPID == nil || *r.CallerPID != os.Getpid() || r.Containment != "job" {
+				a.t.Errorf("row of pid %d: caller_pid %v, containment %q; want %d, job", pid, r.CallerPID, r.Containment, os.Getpid())
+			}
+			return
+		}
+	}
+	a.t.Errorf("no row for pid %d in %s", pid, data)
 }
 
 // client is the test as the agent's client.
@@ -328,6 +355,7 @@ func TestWindowsHandles(t *testing.T) {
 	}
 	out := os.NewFile(uintptr(hs[0].(float64)), "stdout")
 	defer out.Close()
+	a.checkRow(num(rep, "pid"))
 	w.Write([]byte("hi there"))
 	w.Close()
 	got, err := io.ReadAll(out)

@@ -8,12 +8,13 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/custody-dev/custody/internal/winproc"
+	"github.com/custody-dev/custody/procid"
 )
 
 // clientProcess is the agent's client: a handle on its process, taken at connect, through which
 // the agent watches its end and duplicates handles from and into it.
 type clientProcess struct {
-	pid     int
+	id      procid.ID
 	h, wake windows.Handle
 	done    chan struct{} // closed when the client has ended
 	ended   chan struct{} // closed when the watch's thread has left its wait
@@ -56,7 +57,7 @@ func openClient(pipe windows.Handle, connected uint64) (_ *clientProcess, err er
 	if err != nil {
 		return nil, os.NewSyscallError("CreateEvent", err)
 	}
-	c := &clientProcess{pid: int(pid), h: h, wake: wake, done: make(chan struct{}), ended: make(chan struct{})}
+	c := &clientProcess{id: procid.ID{PID: int(pid), Start: start}, h: h, wake: wake, done: make(chan struct{}), ended: make(chan struct{})}
 	go c.watch()
 	return c, nil
 }

@@ -96,10 +96,11 @@ func TestMain(m *testing.M) {
 
 // client is the test's side of an agent's connection.
 type client struct {
-	t     testing.TB
-	conn  *net.UnixConn
-	agent *exec.Cmd
-	done  chan error // the agent's exit
+	t      testing.TB
+	conn   *net.UnixConn
+	agent  *exec.Cmd
+	ledger string     // the agent's ledger file
+	done   chan error // the agent's exit
 
 	mu      sync.Mutex
 	waiting map[string]chan msg
@@ -168,9 +169,10 @@ func ledgerPath(t testing.TB) string {
 func startAgent(t testing.TB, args ...string) *client {
 	t.Helper()
 	conn, theirs := socketpair(t)
-	cmd := testproc.Helper(t, "custody", append([]string{"--ledger", ledgerPath(t), "agent", "--fd", "3"}, args...)...)
+	path := ledgerPath(t)
+	cmd := testproc.Helper(t, "custody", append([]string{"--ledger", path, "agent", "--fd", "3"}, args...)...)
 	cmd.ExtraFiles = []*os.File{theirs}
-	c := &client{t: t, conn: conn, agent: cmd, done: make(chan error, 1), waiting: map[string]chan msg{},
+	c := &client{t: t, conn: conn, agent: cmd, ledger: path, done: make(chan error, 1), waiting: map[string]chan msg{},
 		events: make(chan msg, 1024), stderr: &lockedBuffer{}}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {

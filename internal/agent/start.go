@@ -318,7 +318,7 @@ func (s *server) ownerFor(name string) *custody.Owner {
 	o, ok := s.owners[name]
 	if !ok {
 		o = &custody.Owner{Ledger: s.cfg.Ledger, Install: s.cfg.Install, TagEnv: name, Supervisor: s.sup,
-			Stop: custody.StopOptions{Grace: s.cfg.Grace}}
+			Stop: custody.StopOptions{Grace: s.cfg.Grace}, Caller: s.cfg.Caller}
 		s.owners[name] = o
 	}
 	return o

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/custody-dev/custody/internal/winproc"
+	"github.com/custody-dev/custody/procid"
 )
 
 // pipePrefix is where local named pipes live.
@@ -69,8 +70,8 @@ func Listen(name string) (_ *Socket, err error) {
 // Pipe is the connected pipe: the agent's connection to its client, and the client's process.
 type Pipe struct{ c *conn }
 
-// PID returns the client's PID.
-func (p *Pipe) PID() int { return p.c.client.pid }
+// ID returns the client's incarnation, proven at its connect.
+func (p *Pipe) ID() procid.ID { return p.c.client.id }
 
 // Done returns a channel closed once the client's process has ended, by any cause.
 func (p *Pipe) Done() <-chan struct{} { return p.c.client.done }

@@ -13,7 +13,6 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
-	"github.com/custody-dev/custody/supervise"
 )
 
 type adoptOptions struct {
@@ -64,8 +63,7 @@ func newAdopt(g *globals) *cli.Command {
 		UsageText:   "custody adopt [--grace D] [--owner parent|PID|self] GRANT",
 		Description: fmt.Sprintf(adoptHelp, ownerHelp),
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
-				Usage: "time between SIGTERM and SIGKILL for what is left"},
+			graceFlag(&o.grace, " for what is left"),
 			ownerFlag(&o.owner),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -80,9 +78,6 @@ func newAdopt(g *globals) *cli.Command {
 
 func runAdopt(ctx context.Context, o *adoptOptions) error {
 	ctx = context.WithoutCancel(ctx) // signals are forwarded, not taken as custody's own end
-	if o.grace <= 0 {
-		return usagef("--grace %v: must be positive", o.grace)
-	}
 	tagEnv, err := o.tagName()
 	if err != nil {
 		return err
@@ -103,8 +98,7 @@ func runAdopt(ctx context.Context, o *adoptOptions) error {
 	if err != nil {
 		return err
 	}
-	owner := &custody.Owner{Ledger: l, Install: o.install(), TagEnv: tagEnv, Caller: ownerID(served),
-		Supervisor: &supervise.Client{Grace: o.grace, Notify: coverage(o.stderr, "adopt")}}
+	owner := o.newOwner(l, tagEnv, "adopt", o.grace, ownerID(served))
 	defer owner.Supervisor.Close()
 	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
 	sigs := make(chan os.Signal, 8)

@@ -7,7 +7,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/internal/agent"
-	"github.com/custody-dev/custody/supervise"
 )
 
 type agentOptions struct {
@@ -58,8 +57,7 @@ func newAgent(g *globals) *cli.Command {
 				Usage: "serve the client on this inherited socket descriptor"},
 			&cli.StringFlag{Name: "socket", Destination: &o.socket,
 				Usage: "listen at this path and serve the first client of this user"},
-			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
-				Usage: "default time between SIGTERM and SIGKILL, for every start and the final stop"},
+			graceFlag(&o.grace, ", the default of every start and of the final stop"),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(ctx, cmd); err != nil {
@@ -79,8 +77,6 @@ func runAgent(_ context.Context, o *agentOptions) error {
 		return usagef("agent: give exactly one of --fd N and --socket PATH")
 	case o.fd >= 0 && o.fd <= 2:
 		return usagef("--fd %d: a standard stream is not the client's socket", o.fd)
-	case o.grace <= 0:
-		return usagef("--grace %v: must be positive", o.grace)
 	}
 	tagEnv, err := o.tagName()
 	if err != nil {

@@ -52,6 +52,8 @@ func serveAgent(o *agentOptions, cfg agent.Config) (err error) {
 	if owner != nil {
 		defer owner.Close()
 		cfg.OwnerDone = owner.Done()
+		id := owner.ID()
+		cfg.Caller = &id
 	}
 	return agent.Serve(conn, cfg)
 }

@@ -25,5 +25,7 @@ func serveAgent(o *agentOptions, cfg agent.Config) error {
 		return err
 	}
 	cfg.OwnerDone = p.Done()
+	id := p.ID()
+	cfg.Caller = &id
 	return agent.Serve(p, cfg)
 }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,6 +198,8 @@ func TestUsageErrors(t *testing.T) {
 		{"stop", "--json=maybe", "1"},
 		{"reap", "extra"},
 		{"reap", "--grace", "-1s"},
+		{"adopt", "--grace", "0s", "grant"},
+		{"supervise", "--grace", "0s"},
 		{"doctor", "extra"},
 		{"register", "--pid", "1", "--port", "x"},
 		{"register", "--pid", "1", "--port", "65536"},
@@ -211,6 +214,17 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(led)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("bad input created the ledger's directory: %v", err)
+	}
+}
+
+// TestGraceFlags: the --grace flags are one flag, with one check and one message.
+func TestGraceFlags(t *testing.T) {
+	for _, verb := range []string{"run", "adopt", "stop", "reap", "supervise", "agent"} {
+		r := runCLI(t, verb, "--grace", "0s", "x")
+		want := fmt.Sprintf("custody: error: invalid value \"0s\" for flag --grace: must be positive (see 'custody %s --help')\n", verb)
+		if r.code != 2 || r.stderr != want {
+			t.Errorf("%s --grace 0s: exit %d, stderr %q; want 2, %q", verb, r.code, r.stderr, want)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody"
@@ -24,10 +25,7 @@ func (t *terminal) followStops(child *custody.Child) {
 	go func() {
 		for {
 			var info unix.Siginfo
-			err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED, nil)
-			if err == unix.EINTR {
-				continue
-			}
+			err := eintr.Ignoring(func() error { return unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED, nil) })
 			if err != nil {
 				return // ECHILD: the child has been reaped
 			}

@@ -69,8 +69,7 @@ func newReap(g *globals) *cli.Command {
 			allFlag(),
 			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun,
 				Usage: "signal nothing, change nothing; report the same decisions"},
-			&cli.DurationFlag{Name: "grace", Value: stop.DefaultGrace, Destination: &o.grace,
-				Usage: "time between SIGTERM and SIGKILL"},
+			graceFlag(&o.grace, ""),
 			&cli.StringFlag{Name: "install", Destination: &o.install, Usage: "consider only the rows of this install id"},
 			&cli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print one JSON array of decisions"},
 		},
@@ -79,9 +78,6 @@ func newReap(g *globals) *cli.Command {
 }
 
 func runReap(ctx context.Context, o *reapOptions) error {
-	if o.grace <= 0 {
-		return usagef("reap: --grace must be positive")
-	}
 	l, err := o.open()
 	if err != nil {
 		return err

@@ -59,8 +59,7 @@ func newStop(g *globals) *cli.Command {
 		Description:  stopHelp,
 		ArgValidator: needArgs("at least one PID"),
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "grace", Value: stop.DefaultGrace, Destination: &o.grace,
-				Usage: "time between SIGTERM and SIGKILL"},
+			graceFlag(&o.grace, ""),
 			&cli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print one JSON array of outcomes"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -78,9 +77,6 @@ func runStop(ctx context.Context, o *stopOptions) error {
 			return err
 		}
 		pids = append(pids, pid)
-	}
-	if o.grace <= 0 {
-		return usagef("stop: --grace must be positive")
 	}
 	l, err := o.open()
 	if err != nil {
@@ -106,7 +102,9 @@ func runStop(ctx context.Context, o *stopOptions) error {
 			continue
 		}
 		wg.Go(func() {
-			results[i] = stop.Recorded(ctx, row.Record(), row.ScopeDesc(), opts)
+			o := opts
+			o.ScopeID = row.Decoded().ScopeID
+			results[i] = stop.Recorded(ctx, row.Record(), row.ScopeDesc(), o)
 			if results[i].OK() {
 				mu.Lock()
 				gone = append(gone, row)

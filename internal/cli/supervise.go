@@ -60,8 +60,7 @@ func newSupervise(g *globals) *cli.Command {
 		UsageText:   "custody supervise [--owner-pgid P | --parent-pgid P | P] [--grace D] [--socket-path S]",
 		Description: superviseHelp,
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "grace", Value: supervise.DefaultGrace, Destination: &o.grace,
-				Usage: "time between SIGTERM and SIGKILL"},
+			graceFlag(&o.grace, ""),
 			&cli.IntFlag{Name: "owner-pgid", Aliases: []string{"parent-pgid"}, Value: os.Getppid(),
 				DefaultText: "the parent's PID", Destination: &o.ownerPGID,
 				Usage: "the owner's process group, never signalled"},
@@ -72,8 +71,8 @@ func newSupervise(g *globals) *cli.Command {
 			if err := o.positional(cmd); err != nil {
 				return err
 			}
-			if o.ownerPGID < 0 || o.grace <= 0 {
-				return usagef("supervise: --owner-pgid must be ≥ 0 and --grace positive")
+			if o.ownerPGID < 0 {
+				return usagef("supervise: --owner-pgid must be ≥ 0")
 			}
 			if own := processGroup(); own > 0 && own == o.ownerPGID {
 				return usagef("supervise: started inside the owner's process group %d: start it in a session of its own (setsid)", own)

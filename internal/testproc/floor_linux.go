@@ -3,6 +3,7 @@ package testproc
 import (
 	"errors"
 
+	"github.com/custody-dev/custody/internal/eintr"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,10 +21,7 @@ func PidfdProbe(pid int) error {
 		return err
 	}
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	for err == unix.EINTR { // a signal (the runtime's preemption) during the poll: not an answer
-		n, err = unix.Poll(fds, 0)
-	}
+	n, err := eintr.Retry(func() (int, error) { return unix.Poll(fds, 0) })
 	if err != nil || n != 0 {
 		return errors.Join(err, errors.New("poll: the process has exited"))
 	}

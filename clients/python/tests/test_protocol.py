@@ -60,10 +60,6 @@ def test_descriptors_sent_with_a_request_reach_the_child(tmp_path):
                 os.close(fd)
 
 
-@pytest.mark.xfail(reason="the agent gives a read's descriptors to the line holding the read's "
-                          "first byte, and Linux glues earlier lines sent without descriptors "
-                          "in front of the line that carried them: that line is answered "
-                          "fd-mismatch (internal/agent/frame.go); racy, so not strict")
 def test_starts_with_descriptors_among_requests_without():
     # Lines without descriptors (signals) and lines with them (starts passing this process's
     # streams) interleave on the socket; the kernel may return several in one read, and each

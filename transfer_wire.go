@@ -3,10 +3,14 @@ package custody
 import (
 	"bufio"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 )
 
 // The redemption's exchange on the giver's socket, one ASCII line each way at a time, at most
@@ -54,4 +58,33 @@ func refuse(w io.Writer, why string) {
 // much of a guess was right.
 func sameSecret(got, want string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// offer is what the giver says of the child, as JSON on its "child" line: its incarnation and
+// its scope's description (see [scope.Desc]).
+type offer struct {
+	PID        int    `json:"pid"`
+	Start      uint64 `json:"start"`
+	PidfdID    uint64 `json:"pidfd_id,omitempty"`
+	scope.Desc        // its members: "scope", "pgid", "cgroup", "cgroup_id"
+	// Job is, on Windows, the value of the handle on the child's job that the giver duplicated
+	// into the receiver. adoptScope takes it, and dropOffer closes it on the paths that do not
+	// reach adoptScope: a refused receiver must hold no handle keeping the job alive.
+	Job uint64 `json:"job,omitempty"`
+}
+
+func (o offer) id() procid.ID { return procid.ID{PID: o.PID, Start: o.Start, PidfdID: o.PidfdID} }
+
+func (o offer) desc(leader procid.ID) scope.Desc {
+	d := o.Desc
+	d.Leader = leader
+	return d
+}
+
+func parseOffer(s string) (offer, error) {
+	var o offer
+	if err := json.Unmarshal([]byte(s), &o); err != nil || o.PID <= 1 || o.Start == 0 {
+		return o, fmt.Errorf("giver's offer %q: malformed", s) // o: what of it decoded, for dropOffer
+	}
+	return o, nil
 }

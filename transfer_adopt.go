@@ -3,7 +3,6 @@ package custody
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
-	"github.com/custody-dev/custody/scope"
 )
 
 // ErrExitUnknown is what [Child.Wait] returns for an adopted child that has exited when the OS
@@ -42,36 +40,6 @@ func (e *ExitError) Error() string {
 // child is proven, before the receipt is written, and "receipt" after the receipt, before the
 // scope is covered. A test kills the receiver there.
 var adoptHook func(step string)
-
-// offer is what the giver says of the child, as JSON on its "child" line: its incarnation and
-// its scope's description (see [scope.Desc]).
-type offer struct {
-	PID      int    `json:"pid"`
-	Start    uint64 `json:"start"`
-	PidfdID  uint64 `json:"pidfd_id,omitempty"`
-	Scope    string `json:"scope"`
-	PGID     int    `json:"pgid,omitempty"`
-	Cgroup   string `json:"cgroup,omitempty"`
-	CgroupID uint64 `json:"cgroup_id,omitempty"`
-	// Job is, on Windows, the value of the handle on the child's job that the giver duplicated
-	// into the receiver. adoptScope takes it, and dropOffer closes it on the paths that do not
-	// reach adoptScope: a refused receiver must hold no handle keeping the job alive.
-	Job uint64 `json:"job,omitempty"`
-}
-
-func (o offer) id() procid.ID { return procid.ID{PID: o.PID, Start: o.Start, PidfdID: o.PidfdID} }
-
-func (o offer) desc(leader procid.ID) scope.Desc {
-	return scope.Desc{Kind: scope.Kind(o.Scope), Leader: leader, PGID: o.PGID, Cgroup: o.Cgroup, CgroupID: o.CgroupID}
-}
-
-func parseOffer(s string) (offer, error) {
-	var o offer
-	if err := json.Unmarshal([]byte(s), &o); err != nil || o.PID <= 1 || o.Start == 0 {
-		return o, fmt.Errorf("giver's offer %q: malformed", s) // o: what of it decoded, for dropOffer
-	}
-	return o, nil
-}
 
 // Adopt redeems a grant (see [Child.Grant]) and becomes the owner of its child: it proves the
 // child through a handle of its own, records the receipt in the ledger (the row's owner and
@@ -196,14 +164,7 @@ func hook(step string) {
 // prove opens a handle on the offered child and proves through it that it is the incarnation
 // the giver named.
 func (o *Owner) prove(off offer) (*authority.Process, error) {
-	rec := procid.Record{PID: off.PID, StartTicks: &off.Start}
-	if off.PidfdID != 0 {
-		rec.PidfdID = &off.PidfdID
-	}
-	if boot, err := procid.BootID(); err == nil {
-		rec.BootID = &boot
-	}
-	proc, err := authority.Acquire(rec)
+	proc, err := authority.Acquire(off.id().Record())
 	if errors.Is(err, procid.ErrGone) {
 		return nil, fmt.Errorf("%w: pid %d is gone", ErrGrantRefused, off.PID)
 	}
@@ -264,5 +225,5 @@ func (c *Child) watch() {
 		c.waitErr = c.exitStatus()
 	}
 	close(c.done)
-	c.settle()
+	c.releaseIfEmpty()
 }

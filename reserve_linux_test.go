@@ -25,17 +25,17 @@ import (
 )
 
 func init() {
-	testproc.Register("spare-owner", helperSpareOwner)
+	testproc.Register("reserving-owner", helperReservingOwner)
 	testproc.Register("idle-owner", helperIdleOwner)
 }
 
-// spareDir returns the directory of o's spare cgroup, failing the test when o has none.
-func spareDir(t *testing.T, o *custody.Owner) string {
+// reservedDir returns the directory of o's reserved cgroup, failing the test when o has none.
+func reservedDir(t *testing.T, o *custody.Owner) string {
 	t.Helper()
-	custody.AwaitSpare(o)
-	rel := custody.Spare(o)
+	custody.AwaitReserved(o)
+	rel := custody.Reserved(o)
 	if rel == "" {
-		t.Fatal("the owner holds no spare cgroup after a start on the cgroup path")
+		t.Fatal("the owner holds no reserved cgroup after a start on the cgroup path")
 	}
 	return cgroupDir(t, rel)
 }
@@ -80,10 +80,10 @@ func requireEmptyCgroup(t *testing.T, dir string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
 	if err != nil {
-		t.Fatalf("spare cgroup: %v", err)
+		t.Fatalf("reserved cgroup: %v", err)
 	}
 	if !slices.Contains(strings.Split(string(b), "\n"), "populated 0") {
-		t.Fatalf("spare cgroup %s is not empty: %q", dir, b)
+		t.Fatalf("reserved cgroup %s is not empty: %q", dir, b)
 	}
 }
 
@@ -108,54 +108,54 @@ func requireGone(t *testing.T, dir string) {
 	}
 }
 
-// TestSpare: an owner makes no spare at its first start; from its second start on the cgroup
+// TestReserved: an owner makes no reservation at its first start; from its second start on the cgroup
 // path it holds its next child's cgroup, made ahead and empty; the next child is born in it; a
 // start told to give process groups removes it and makes none; Close removes the last one.
-func TestSpare(t *testing.T) {
+func TestReserved(t *testing.T) {
 	requireCgroups(t)
 	o := newOwner(t)
 	start(t, o, custody.StartOptions{})
-	custody.AwaitSpare(o)
-	if s := custody.Spare(o); s != "" {
-		t.Errorf("a first start made a spare %s", s)
+	custody.AwaitReserved(o)
+	if s := custody.Reserved(o); s != "" {
+		t.Errorf("a first start made a reserved %s", s)
 	}
-	c1, _ := start(t, o, custody.StartOptions{})
-	spare := spareDir(t, o)
-	requireEmptyCgroup(t, spare)
-	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c1.ID.PID)); got == spare {
-		t.Fatalf("the spare %s is the first child's own cgroup", spare)
+	c1, _, _ := start(t, o, custody.StartOptions{})
+	reserved := reservedDir(t, o)
+	requireEmptyCgroup(t, reserved)
+	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c1.ID.PID)); got == reserved {
+		t.Fatalf("the reserved %s is the first child's own cgroup", reserved)
 	}
-	c2, _ := start(t, o, custody.StartOptions{})
-	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c2.ID.PID)); got != spare {
-		t.Errorf("second child born in %s, want the spare %s", got, spare)
+	c2, _, _ := start(t, o, custody.StartOptions{})
+	if got := cgroupDir(t, rowCgroup(t, o.Ledger, c2.ID.PID)); got != reserved {
+		t.Errorf("second child born in %s, want the reserved %s", got, reserved)
 	}
-	next := spareDir(t, o)
+	next := reservedDir(t, o)
 	requireEmptyCgroup(t, next)
 
 	t.Setenv(scope.EnvContainment, scope.KindGroup.Containment())
-	c3, _ := start(t, o, custody.StartOptions{})
+	c3, _, _ := start(t, o, custody.StartOptions{})
 	if got := rowCgroup(t, o.Ledger, c3.ID.PID); got != "" {
 		t.Errorf("a child started with process groups asked for was born in cgroup %s", got)
 	}
 	requireGone(t, next)
-	custody.AwaitSpare(o)
-	if s := custody.Spare(o); s != "" {
-		t.Errorf("a process-group start left a spare %s", s)
+	custody.AwaitReserved(o)
+	if s := custody.Reserved(o); s != "" {
+		t.Errorf("a process-group start left a reserved %s", s)
 	}
 	os.Setenv(scope.EnvContainment, "")
 
 	start(t, o, custody.StartOptions{})
-	last := spareDir(t, o)
+	last := reservedDir(t, o)
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
 	requireGone(t, last)
-	requireGone(t, spare)
+	requireGone(t, reserved)
 }
 
 // TestIdleOwnerHoldsNoCgroup: an owner whose children are all gone is left with no supervisor,
-// its last one, which covered only the spare, released as idle or dead; it then lets go of the
-// spare and of its empty directory, which no supervisor would remove at its death. Its next start
+// its last one, which covered only the reservation, released as idle or dead; it then lets go of the
+// reserved and of its empty directory, which no supervisor would remove at its death. Its next start
 // makes both again and is covered by a new supervisor, whose sweep at the owner's SIGKILL leaves
 // nothing. The owner is a helper process: the directory is the whole process's, and other tests'
 // owners in this one hold scopes in it.
@@ -170,13 +170,13 @@ func idleOwner(t *testing.T, end string) {
 	owner := testproc.Start(t, testproc.Helper(t, "idle-owner", ledgerPath(t), end))
 	f := owner.Expect("idle", 20*time.Second)
 	if len(f) != 1 {
-		t.Fatal("the owner held no spare")
+		t.Fatal("the owner held no reserved")
 	}
-	spare := cgroupDir(t, f[0])
-	ownerDir := filepath.Dir(spare)
+	reserved := cgroupDir(t, f[0])
+	ownerDir := filepath.Dir(reserved)
 	// The owner lets go of them once told of the release, which it may still be doing when the
-	// helper sees neither a supervisor nor a spare.
-	awaitGone(t, spare, ownerDir)
+	// helper sees neither a supervisor nor a reservation.
+	awaitGone(t, reserved, ownerDir)
 	if _, err := io.WriteString(owner.Stdin(), "again\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -204,9 +204,9 @@ func idleOwner(t *testing.T, end string) {
 	})
 }
 
-// helperIdleOwner starts and stops two children, so that it holds a spare, and waits for its
+// helperIdleOwner starts and stops two children, so that it holds a reservation, and waits for its
 // supervisor, idle, to be released (args[1] "release") or kills it ("death"); it prints
-// "idle <spare>" once the spare is gone too. At a line
+// "idle <reserved>" once the reservation is gone too. At a line
 // on its standard input it starts a third child and prints "child <pid> <cgroup> <supervisor pid>
 // <covered>", then waits to be killed.
 func helperIdleOwner(args []string) int {
@@ -220,15 +220,15 @@ func helperIdleOwner(args []string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	var spare string
+	var reserved string
 	for i := range 2 {
 		c, err := o.Start(ctx, exec.Command("sleep", "60"), custody.StartOptions{})
 		if err != nil {
 			return fail(err)
 		}
 		if i == 1 {
-			custody.AwaitSpare(o)
-			spare = custody.Spare(o)
+			custody.AwaitReserved(o)
+			reserved = custody.Reserved(o)
 		}
 		if res := c.Stop(ctx, stop.Options{Grace: time.Second}); res.Outcome != stop.Exited {
 			return fail(fmt.Errorf("stop: %+v", res))
@@ -239,14 +239,14 @@ func helperIdleOwner(args []string) int {
 		syscall.Kill(sup.PID(), syscall.SIGKILL)
 	}
 	if err := testproc.Poll(ctx, 10*time.Second, func() error {
-		if sup.PID() != 0 || custody.Spare(o) != "" {
-			return errors.New("the supervisor was not released or lost, or the spare is kept")
+		if sup.PID() != 0 || custody.Reserved(o) != "" {
+			return errors.New("the supervisor was not released or lost, or the reserved is kept")
 		}
 		return nil
 	}); err != nil {
 		return fail(err)
 	}
-	fmt.Println("idle", spare)
+	fmt.Println("idle", reserved)
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return fail(err)
 	}
@@ -262,9 +262,9 @@ func helperIdleOwner(args []string) int {
 	select {}
 }
 
-// helperSpareOwner starts two children (reading the test's lifeline on fd 3), waits for its
-// spare and prints "child <pid>" for each, "spare <cgroup>" and "ready", then waits to be killed.
-func helperSpareOwner(args []string) int {
+// helperReservingOwner starts two children (reading the test's lifeline on fd 3), waits for its
+// reserved and prints "child <pid>" for each, "reserved <cgroup>" and "ready", then waits to be killed.
+func helperReservingOwner(args []string) int {
 	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
 	for range 2 {
 		cmd := exec.Command("cat")
@@ -276,18 +276,18 @@ func helperSpareOwner(args []string) int {
 		}
 		fmt.Println("child", c.ID.PID)
 	}
-	custody.AwaitSpare(o)
-	fmt.Println("spare", custody.Spare(o))
+	custody.AwaitReserved(o)
+	fmt.Println("reserved", custody.Reserved(o))
 	fmt.Println("ready")
 	select {}
 }
 
-// TestSpareRemovedAtOwnerDeath: an owner SIGKILLed while it holds a spare leaves neither its
-// children nor any cgroup: its supervisor removes the spare with the child's cgroup. And an owner
-// killed while it was making its next spare, which it had not covered yet (here a cgroup the test
+// TestReservedRemovedAtOwnerDeath: an owner SIGKILLed while it holds a reservation leaves neither its
+// children nor any cgroup: its supervisor removes the reservation with the child's cgroup. And an owner
+// killed while it was making its next reservation, which it had not covered yet (here a cgroup the test
 // makes in the owner's directory, as the owner's background would have), leaves none either: the
 // supervisor removes what is left of its dead owner's directory.
-func TestSpareRemovedAtOwnerDeath(t *testing.T) {
+func TestReservedRemovedAtOwnerDeath(t *testing.T) {
 	requireCgroups(t)
 	for _, uncovered := range []bool{false, true} {
 		t.Run(fmt.Sprintf("uncovered=%v", uncovered), func(t *testing.T) { spareAtOwnerDeath(t, uncovered) })
@@ -300,30 +300,30 @@ func spareAtOwnerDeath(t *testing.T, uncovered bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	cmd := testproc.Helper(t, "spare-owner", ledgerPath(t))
+	cmd := testproc.Helper(t, "reserving-owner", ledgerPath(t))
 	cmd.ExtraFiles = []*os.File{r}
 	owner := testproc.Start(t, cmd)
 	r.Close()
 	var children []procid.ID
-	var spare string
+	var reserved string
 	for done := false; !done; {
 		f := owner.Expect("", 20*time.Second)
 		switch f[0] {
 		case "child":
 			children = append(children, incarnation(t, atoi(f[1])))
-		case "spare":
+		case "reserved":
 			if len(f) < 2 {
-				t.Fatal("the owner holds no spare")
+				t.Fatal("the owner holds no reserved")
 			}
-			spare = cgroupDir(t, f[1])
+			reserved = cgroupDir(t, f[1])
 		case "ready":
 			done = true
 		default:
 			t.Fatal(f)
 		}
 	}
-	requireEmptyCgroup(t, spare)
-	ownerDir := filepath.Dir(spare)
+	requireEmptyCgroup(t, reserved)
+	ownerDir := filepath.Dir(reserved)
 	if uncovered {
 		// A scope's name, one the owner would reach only after a million starts.
 		extra := filepath.Join(ownerDir, "s999999")

@@ -14,13 +14,29 @@ import (
 // errHandedOver refuses acts of ownership on a child that was handed to another owner.
 var errHandedOver = errors.New("handed to another owner")
 
+// childTransfer is what the transfer keeps on a [Child]; the rest of the Child knows only
+// whether it was handed over.
+type childTransfer struct {
+	handedTo int    // the receiver's PID once the child was handed over (guarded by releaseMu)
+	envGrant *Grant // the grant StartOptions.GrantEnv handed the child, or nil
+}
+
+// handedOver reports, as an error, that the child was handed to another owner. Callers hold the
+// child's releaseMu.
+func (t childTransfer) handedOver() error {
+	if t.handedTo != 0 {
+		return fmt.Errorf("%w (pid %d)", errHandedOver, t.handedTo)
+	}
+	return nil
+}
+
 // handable reports why c cannot be granted, or nil.
 func (c *Child) handable() error {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
 	switch {
-	case c.handedTo != 0:
-		return fmt.Errorf("%w (pid %d)", errHandedOver, c.handedTo)
+	case c.transfer.handedOver() != nil:
+		return c.transfer.handedOver()
 	case c.released:
 		return errors.New("released")
 	}
@@ -70,7 +86,7 @@ func (c *Child) handOff(conn grantConn, r *bufio.Reader, receiver int) TransferR
 	if err := c.findReceipt(ctx, receiver); err != nil {
 		return fail(err.Error())
 	}
-	c.released, c.handedTo = true, receiver
+	c.released, c.transfer.handedTo = true, receiver
 	c.owner.untrack(c) // the receiver's now: the giver's Close leaves it alone
 	res := TransferResult{Outcome: Transferred, Receiver: receiver}
 	// Release, not Close: the scope is the receiver's now, and closing a cgroup kills it.
@@ -84,9 +100,7 @@ func (c *Child) handOff(conn grantConn, r *bufio.Reader, receiver int) TransferR
 // offer describes the child for the receiver (see offer), with, on Windows, a handle on its
 // job duplicated into the receiver.
 func (c *Child) offer(receiver int) ([]byte, error) {
-	d := c.scope.Desc()
-	off := offer{PID: c.ID.PID, Start: c.ID.Start, PidfdID: c.ID.PidfdID, Scope: string(d.Kind), PGID: d.PGID,
-		Cgroup: d.Cgroup, CgroupID: d.CgroupID}
+	off := offer{PID: c.ID.PID, Start: c.ID.Start, PidfdID: c.ID.PidfdID, Desc: c.scope.Desc()}
 	var err error
 	if off.Job, err = c.shareJob(receiver); err != nil {
 		return nil, err
@@ -126,10 +140,9 @@ func (c *Child) reclaim(ctx context.Context, receiver int) error {
 	return nil
 }
 
-// sameChild reports whether row records the incarnation id.
-func sameChild(row ledger.Row, id procid.ID) bool {
-	return row.PID == id.PID && row.StartTicks != nil && *row.StartTicks == id.Start
-}
+// sameChild reports whether row records the incarnation id, by procid's rule: where both carry
+// a pidfs id it decides, so a PID recycled within the child's start tick is not taken for it.
+func sameChild(row ledger.Row, id procid.ID) bool { return row.Record().Same(id.Record()) }
 
 // setOwner makes owner the row's owner and its spawner of record: reap judges a row by its
 // spawner, and a transferred child must not be swept because the giver, which started it, is

@@ -417,6 +417,12 @@ func TestWindowsSecondClientRefused(t *testing.T) {
 	if !errors.Is(err, windows.ERROR_PIPE_BUSY) {
 		t.Errorf("a second client: %v, want ERROR_PIPE_BUSY", err)
 	}
+	// A second agent on the name: FILE_FLAG_FIRST_PIPE_INSTANCE refuses a name that exists.
+	second := testproc.Helper(t, "custody", "--ledger", ledgerPath(t), "agent", "--socket", a.name)
+	out, err := second.CombinedOutput()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 {
+		t.Errorf("a second agent on %s: %v (%s), want exit 1", a.name, err, out)
+	}
 	if rep := c.do(map[string]any{"op": "ping"}); rep["ok"] != true {
 		t.Errorf("the first client after a second's try: %v", rep)
 	}

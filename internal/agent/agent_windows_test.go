@@ -307,6 +307,24 @@ func gone(t *testing.T, h windows.Handle, what string) {
 	}
 }
 
+// descendant opens the descendant a tree child started, which it names on its stdout, the one
+// handle of the start's reply.
+func descendant(t *testing.T, rep map[string]any) windows.Handle {
+	t.Helper()
+	hs, _ := rep["handles"].([]any)
+	if len(hs) != 1 {
+		t.Fatalf("start reply %v: want one handle", rep)
+	}
+	out := os.NewFile(uintptr(hs[0].(float64)), "stdout")
+	t.Cleanup(func() { out.Close() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	d, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "descendant ")))
+	if err != nil {
+		t.Fatalf("tree said %q", line)
+	}
+	return openPID(t, d)
+}
+
 func TestWindowsHello(t *testing.T) {
 	a := startAgent(t)
 	c := a.connect()
@@ -391,14 +409,7 @@ func TestWindowsSignalStop(t *testing.T) {
 	rep = c.start("tree", []string{"null", "pipe", "null"}, nil)
 	pid = num(rep, "pid")
 	h = openPID(t, pid)
-	hs, _ := rep["handles"].([]any)
-	out := bufio.NewReader(os.NewFile(uintptr(hs[0].(float64)), "stdout"))
-	line, _ := out.ReadString('\n')
-	d, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "descendant ")))
-	if err != nil {
-		t.Fatalf("tree said %q", line)
-	}
-	dh := openPID(t, d)
+	dh := descendant(t, rep)
 	got := c.do(map[string]any{"op": "stop", "pid": pid, "grace": 1})
 	if got["ok"] != true || got["outcome"] != "exited" {
 		t.Errorf("stop: %v, want exited", got)
@@ -502,14 +513,7 @@ func TestWindowsAgentKilled(t *testing.T) {
 	c := a.connect()
 	rep := c.start("tree", []string{"null", "pipe", "null"}, nil)
 	h := openPID(t, num(rep, "pid"))
-	hs, _ := rep["handles"].([]any)
-	out := bufio.NewReader(os.NewFile(uintptr(hs[0].(float64)), "stdout"))
-	line, _ := out.ReadString('\n')
-	d, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "descendant ")))
-	if err != nil {
-		t.Fatalf("tree said %q", line)
-	}
-	dh := openPID(t, d)
+	dh := descendant(t, rep)
 	if err := a.p.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

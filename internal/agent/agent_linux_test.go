@@ -896,3 +896,33 @@ func TestListAfterExit(t *testing.T) {
 		t.Errorf("stop: %s; want exited, forced", s.raw)
 	}
 }
+
+// TestExitStatusesWhileReaping: many short children started through the agent while it reaps
+// the orphans of others: every exit event carries its child's own status, which the agent's
+// orphan reaper never takes from the child's waiter.
+func TestExitStatusesWhileReaping(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	want := map[int]float64{}
+	var replies []chan msg
+	for i := range 40 {
+		req := helperStart(t, "hold", mark)
+		req["argv"] = []string{"/bin/sh", "-c", fmt.Sprintf("(/bin/sh -c 'exit 9' &); exit %d", 10+i)}
+		req["stdio"] = []string{"null", "null", "null"}
+		replies = append(replies, c.send(req))
+	}
+	for i, ch := range replies {
+		r := c.await(ch)
+		if !r.ok() {
+			t.Fatalf("start: %s", r.raw)
+		}
+		want[r.num("pid")] = float64(10 + i)
+	}
+	for range want {
+		ev := c.event("exit")
+		if code, ok := want[ev.num("pid")]; !ok || ev.fields["code"] != code {
+			t.Errorf("exit event %s; want pid of a child started and its code %v", ev.raw, code)
+		}
+	}
+}

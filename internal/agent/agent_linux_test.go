@@ -926,3 +926,32 @@ func TestExitStatusesWhileReaping(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketLateClient: a --socket client that started after the agent is served, watched
+// through its connection alone, and the agent says so on stderr as what it is, not as a reused
+// PID; the client's end ends the agent.
+func TestSocketLateClient(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		testproc.Skip(t, "no %s: %v", python, err)
+	}
+	dir := testproc.TempDir(t)
+	os.Chmod(dir, 0o700)
+	path := filepath.Join(dir, "agent.sock")
+	cmd := testproc.Helper(t, "custody", "--ledger", ledgerPath(t), "agent", "--socket", path)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	p := testproc.Start(t, cmd)
+	p.Expect("ready ", time.Minute)
+	client := testproc.Command(t, python, "-c", `import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.makefile().readline()[:16])`, path)
+	if out, err := client.Output(); err != nil || !strings.Contains(string(out), `"event":"hello"`) {
+		t.Fatalf("late client: %v %q", err, out)
+	}
+	if err := p.Wait(); err != nil {
+		t.Errorf("agent after the late client's end: %v", err)
+	}
+	if s := stderr.String(); !strings.Contains(s, "started after the agent") || strings.Contains(s, "reused") {
+		t.Errorf("agent stderr %q; want it to say the client started after it, and nothing of a reused PID", s)
+	}
+}

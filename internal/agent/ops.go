@@ -29,6 +29,18 @@ func fields[T any](s *server, req request) (T, bool) {
 	return r, e == nil
 }
 
+// childWith decodes a request about one child that takes fields T: the child its pid names and
+// the fields, or the request answered and false.
+func childWith[T any](s *server, req request, f *frame) (*held, T, bool) {
+	h, ok := s.child(req, f)
+	if !ok {
+		var none T
+		return nil, none, false
+	}
+	r, ok := fields[T](s, req)
+	return h, r, ok
+}
+
 // child decodes a request's pid and returns the child it names.
 func (s *server) child(req request, f *frame) (*held, bool) {
 	if !s.noFDs(req, f) {
@@ -56,11 +68,7 @@ type signalRequest struct {
 }
 
 func (s *server) signal(req request, f *frame) {
-	h, ok := s.child(req, f)
-	if !ok {
-		return
-	}
-	r, ok := fields[signalRequest](s, req)
+	h, r, ok := childWith[signalRequest](s, req, f)
 	if !ok {
 		return
 	}
@@ -149,11 +157,7 @@ type stopRequest struct {
 }
 
 func (s *server) stop(req request, f *frame) {
-	h, ok := s.child(req, f)
-	if !ok {
-		return
-	}
-	r, ok := fields[stopRequest](s, req)
+	h, r, ok := childWith[stopRequest](s, req, f)
 	if !ok {
 		return
 	}
@@ -204,11 +208,7 @@ type grantRequest struct {
 }
 
 func (s *server) grant(req request, f *frame) {
-	h, ok := s.child(req, f)
-	if !ok {
-		return
-	}
-	r, ok := fields[grantRequest](s, req)
+	h, r, ok := childWith[grantRequest](s, req, f)
 	if !ok {
 		return
 	}

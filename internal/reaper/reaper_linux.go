@@ -60,6 +60,12 @@ const (
 	retryMax = time.Second
 )
 
+// gap is the least time between two passes: a pass reads every child's /proc stat and, with an
+// exited child about, every pidfd's fdinfo (about a millisecond with 50 children, BENCHMARKS.md),
+// and a burst of exits (an agent's short children) would otherwise cost one pass each. The
+// SIGCHLDs of a gap are one pass, after it.
+const gap = 25 * time.Millisecond
+
 func start() (*Reaper, error) {
 	r := &Reaper{sigs: make(chan os.Signal, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	if err := osPidfds(); err != nil {
@@ -93,6 +99,7 @@ var osPidfds = sync.OnceValue(func() error {
 func (r *Reaper) loop() {
 	defer close(r.done)
 	var retry <-chan time.Time
+	var last time.Time
 	wait := retryMin
 	for {
 		select {
@@ -101,7 +108,16 @@ func (r *Reaper) loop() {
 		case <-r.sigs:
 		case <-retry:
 		}
-		if r.reap() {
+		if d := gap - time.Since(last); d > 0 {
+			select {
+			case <-r.quit:
+				return
+			case <-time.After(d):
+			}
+		}
+		left := r.reap()
+		last = time.Now()
+		if left {
 			retry, wait = time.After(wait), min(2*wait, retryMax)
 		} else {
 			retry, wait = nil, retryMin

@@ -56,11 +56,6 @@ type held struct {
 	purpose string
 	grace   time.Duration
 
-	// stopMu serialises this child's stops and releases: Child.Release closes the scope's
-	// handles even while a Stop is using them (its reaper's own release waits for the Stop; an
-	// explicit one does not), and the Stop would then fail with no-authority over a closed scope.
-	stopMu sync.Mutex
-
 	exited    bool // the leader exited; members of its scope may remain
 	ended     bool // exited and released (its scope empty): kept a while for late requests (see keepEnded)
 	forgotten bool // released or handed over: no exit event, not in list
@@ -254,19 +249,13 @@ func (s *server) end() error {
 	return errors.Join(errs...)
 }
 
-// stop stops the child with grace (see stopMu).
+// stop stops the child with grace. A release meanwhile (the client's, or the watch's once the
+// child exited) waits for it: Child.Release keeps the handles a Stop uses.
 func (h *held) stop(grace time.Duration) custody.StopResult {
-	h.stopMu.Lock()
-	defer h.stopMu.Unlock()
 	return h.child.Stop(context.Background(), custody.StopOptions{Grace: grace})
 }
 
-// release releases the child (see stopMu).
-func (h *held) release() error {
-	h.stopMu.Lock()
-	defer h.stopMu.Unlock()
-	return h.child.Release(context.Background())
-}
+func (h *held) release() error { return h.child.Release(context.Background()) }
 
 // finalStop stops a child at the agent's end.
 func (s *server) finalStop(h *held) error {

@@ -28,13 +28,7 @@ type server struct {
 	sup         *supervise.Client
 	containment string
 	fifos       *fifoStore
-
-	// startMu makes the agent's starts take the ledger lock one after the other. Each start
-	// waits for the lock at most the ledger's LockTimeout, and fails ledger-locked after it: a
-	// burst of concurrent starts (a client starting 200 children at once) would otherwise queue on
-	// the lock file and time out against each other, although no other process holds it. Queued
-	// here, they wait for one another without a limit, and only another process's hold fails one.
-	startMu sync.Mutex
+	devNull     *os.File // the null device, read-write, for every start's "null" streams (see orNull); nil if it could not be opened
 
 	mu       sync.Mutex
 	children map[int]*held
@@ -78,6 +72,10 @@ func Serve(uc *net.UnixConn, cfg Config) error {
 	s.sup = &supervise.Client{Grace: cfg.Grace, Notify: s.coverage}
 	s.owners = map[string]*custody.Owner{}
 	s.fifos = newFifoStore()
+	if f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+		s.devNull = f
+		defer f.Close() // after end: no start is under way then
+	}
 
 	s.event("hello", hello{Protocol: Protocol, Version: cfg.Version, PID: os.Getpid(), Containment: s.containment,
 		Capabilities: capabilities, MaxLine: MaxLine})

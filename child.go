@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 
 	"github.com/custody-dev/custody/authority"
@@ -53,6 +54,10 @@ func (c *Child) waitLeader() {
 	c.awaitExit()
 	c.waitErr = c.cmd.Wait()
 	close(c.done)
+	// Those waiting for the exit (a Wait, an agent's exit event) run first: the release below
+	// writes the ledger and removes the cgroup, a millisecond or more on a loaded machine, and the
+	// goroutine woken by close would otherwise wait for this one's processor until then.
+	runtime.Gosched()
 	<-c.adopted // a failed start undoes its own work
 	if c.ok {
 		c.releaseIfEmpty()

@@ -159,6 +159,11 @@ func benchScopesInterleaved(b *testing.B, n int) {
 			b.ReportMetric(float64(cg)/float64(m), "cgroup/"+d.name)
 		}
 	}
+	if at := deaths[len(deaths)-1]; at.name == "process-group-at-rev" {
+		// This tree's process-group path over that revision's: what this revision's additions to
+		// the path cost (the environment sweep, against a revision without it).
+		b.ReportMetric(float64(median(deaths[1].ds))/float64(median(at.ds)), "process-group/process-group-at-rev")
+	}
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -130,7 +130,9 @@ func (c *Child) Stop(ctx context.Context, opts StopOptions) StopResult {
 	if !c.use() { // released: it exited, and its scope was seen empty
 		return stop.Result{PID: c.ID.PID, Outcome: stop.AlreadyExited}
 	}
-	res := stop.Stop(ctx, stop.Target{PID: c.ID.PID, Process: c.proc, Scope: c.scope}, opts)
+	sc, swept := c.stopScope()
+	res := stop.Stop(ctx, stop.Target{PID: c.ID.PID, Process: c.proc, Scope: sc}, opts)
+	swept()
 	c.unuse()
 	if res.OK() {
 		<-c.done // the leader has exited; its reaper is about to finish
@@ -200,7 +202,7 @@ func (c *Child) releasable() error {
 	default:
 		return fmt.Errorf("custody: release pid %d: it is still running: %w", c.ID.PID, errOccupied)
 	}
-	if empty, err := c.scope.Empty(); err != nil {
+	if empty, err := c.scopeEmpty(); err != nil {
 		// Emptiness that cannot be told is not proven: the scope counts as occupied.
 		return fmt.Errorf("custody: release pid %d: %v: %w: %w", c.ID.PID, c.scope, errOccupied, err)
 	} else if !empty {

@@ -31,9 +31,14 @@ func (o *Owner) coverEarly(d scope.Desc) (bool, error) {
 	return true, o.Supervisor.Cover(d)
 }
 
-// cover covers a started child's scope with the supervisor: a process group, bound to its leader,
-// once it exists; a cgroup was covered before the child, and covering it again writes nothing.
-func (o *Owner) cover(s *scope.Scope) error { return o.Supervisor.Cover(s.Desc()) }
+// cover covers a started child's scope with the supervisor: a process group, bound to its leader
+// and with its scope id (see stampScopeID), once it exists; a cgroup was covered before the
+// child, and covering it again writes nothing.
+func (o *Owner) cover(s *scope.Scope, scopeID string) error {
+	d := s.Desc()
+	d.ScopeID = scopeID
+	return o.Supervisor.Cover(d)
+}
 
 // uncover ends the cover of a child's scope by the supervisor and every outer owner's.
 func (o *Owner) uncover(s *scope.Scope) error {

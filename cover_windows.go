@@ -14,7 +14,7 @@ func (o *Owner) warm() error { return nil }
 
 func (o *Owner) coverEarly(scope.Desc) (bool, error) { return false, nil }
 
-func (o *Owner) cover(*scope.Scope) error { return nil }
+func (o *Owner) cover(*scope.Scope, string) error { return nil }
 
 func (o *Owner) uncover(*scope.Scope) error { return nil }
 

@@ -160,6 +160,7 @@ func (o *Owner) start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (_ 
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, o.TagEnv+"="+t.String())
+	stampScopeID(cmd)
 	var (
 		started bool            // the child is the caller's: nothing below is undone
 		grant   *Grant          // the grant StartOptions.GrantEnv handed the child, or nil
@@ -272,7 +273,7 @@ func (o *Owner) finish(c *Child, prep *scope.Prepared, w *pendingRow, g *gate, b
 		c.gone(w)
 		return nil
 	}
-	if err = faultAt("cover", o.cover(c.scope)); err != nil {
+	if err = faultAt("cover", o.cover(c.scope, c.scopeID())); err != nil {
 		return err
 	}
 	c.covered = true
@@ -363,6 +364,7 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	row := ledger.NewChildRow(inc, o.self, c.cmd.Args)
 	row.Purpose, row.Install = purpose, o.Install
 	row.SetScope(c.scope.Desc())
+	row.ScopeID = c.scopeID()
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation
 	row.Owner = ptr(o.self.PID)

@@ -98,7 +98,7 @@ func adoptScope(off offer, leader procid.ID) (*scope.Scope, error) {
 
 // coverAdopted covers an adopted scope with this owner's supervisor: a cgroup by its path, a
 // process group bound to its leader.
-func (o *Owner) coverAdopted(s *scope.Scope) error { return o.cover(s) }
+func (o *Owner) coverAdopted(s *scope.Scope) error { return o.cover(s, "") }
 
 // exitStatus reads how the adopted child ended where the kernel tells a non-parent (Linux 6.15+,
 // once the parent has reaped it: see authority.Process.ExitStatus), waiting up to reapWait for

@@ -87,6 +87,9 @@ func encodeRow(r Row) ([]byte, error) {
 		return json.Marshal(r)
 	}
 	b = appendUintOmit(b, `,"cgroup_id":`, r.CgroupID)
+	if b, ok = appendStringOmit(b, `,"scope_id":`, r.ScopeID); !ok {
+		return json.Marshal(r)
+	}
 	if r.CallerPID != nil {
 		b = appendIntPtr(b, `,"caller_pid":`, r.CallerPID)
 	}

@@ -33,6 +33,7 @@ const (
 	fieldContainment
 	fieldCgroup
 	fieldCgroupID
+	fieldScopeID
 	fieldCallerPID
 	fieldCallerStartTicks
 )
@@ -103,6 +104,8 @@ func custodyFieldOf(key []byte) field {
 		return fieldCgroup
 	case "cgroup_id":
 		return fieldCgroupID
+	case "scope_id":
+		return fieldScopeID
 	case "caller_pid":
 		return fieldCallerPID
 	case "caller_start_ticks":

@@ -43,6 +43,7 @@ type Row struct {
 	Containment       string  `json:"containment,omitempty"`         // "cgroup", "process-group" or "job"
 	Cgroup            string  `json:"cgroup,omitempty"`              // a cgroup scope's hierarchy path
 	CgroupID          *uint64 `json:"cgroup_id,omitempty"`           // its inode number (the kernel's cgroup id)
+	ScopeID           string  `json:"scope_id,omitempty"`            // the scope's id in its processes' environment (scope.EnvScopeID)
 	CallerPID         *int    `json:"caller_pid,omitempty"`          // the process the owner serves: its end ends the child
 	CallerStartTicks  *uint64 `json:"caller_start_ticks,omitempty"`  // its exact start, as start_ticks
 
@@ -302,6 +303,8 @@ func (r *Row) decodeCustodyField(f field, v []byte, vals *values) {
 		r.Cgroup, _ = jsonscan.String(v)
 	case fieldCgroupID:
 		r.CgroupID = uintPtr(v, vals)
+	case fieldScopeID:
+		r.ScopeID, _ = jsonscan.String(v)
 	case fieldCallerPID:
 		r.CallerPID = intPtr(v, vals)
 	case fieldCallerStartTicks:

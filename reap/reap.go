@@ -85,7 +85,9 @@ func decide(rows []ledger.Row, owner int) []Decision {
 		r := &rows[i]
 		action, reason := j.decide(*r)
 		if action == Reap {
-			action, reason = ownedBy(r.PID, owner, action, reason)
+			if a, why := ownedBy(r.PID, owner, action, reason); a != Gone || !sweepable(*r) {
+				action, reason = a, why
+			}
 		}
 		out = append(out, Decision{PID: r.PID, Purpose: r.Purpose, Action: action, Reason: reason, row: r})
 	}
@@ -129,7 +131,9 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 		}
 		switch d.Action {
 		case Reap:
-			res := stop.Recorded(ctx, d.row.Record(), d.row.ScopeDesc(), opts.Stop)
+			so := opts.Stop
+			so.ScopeID = d.row.Decoded().ScopeID
+			res := stop.Recorded(ctx, d.row.Record(), d.row.ScopeDesc(), so)
 			d.Result = &res
 			if res.OK() {
 				drop = append(drop, *d.row)
@@ -210,6 +214,9 @@ func (j *judge) decide(r ledger.Row) (Action, string) {
 	case state == procid.Dead && j.reads.Get(r.PID).Err == nil:
 		return Keep, PIDReused // the row is dead, but say so rather than drop it silently
 	case state == procid.Dead:
+		if action, reason, ok := j.strays(r); ok {
+			return action, reason
+		}
 		return Gone, AlreadyExited
 	case state != procid.Alive || proof == procid.NoProof:
 		return Keep, IdentityUnproven

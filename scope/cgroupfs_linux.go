@@ -170,7 +170,7 @@ func (o *owner) ensureLocked() error {
 	if base == "/" { // the hierarchy's root holds only processes the system started
 		base = "/custody"
 		if err := unix.Mkdir(h.dir(base), 0o755); err != nil && err != unix.EEXIST {
-			return fmt.Errorf("cgroup %s is not writable: %w", h.dir(base), err)
+			return fmt.Errorf("cgroup %s (below the hierarchy's root, where this process runs) is not writable by uid %d: %w", h.dir(base), os.Geteuid(), err)
 		}
 	}
 	me, err := procid.Self()
@@ -183,7 +183,7 @@ func (o *owner) ensureLocked() error {
 	}
 	rel := filepath.Join(base, fmt.Sprintf("custody-%d-%d-%d", ns, me.PID, me.Start))
 	if err := unix.Mkdir(h.dir(rel), 0o755); err != nil && err != unix.EEXIST {
-		return fmt.Errorf("own cgroup %s is not writable: %w", h.dir(base), err)
+		return fmt.Errorf("cgroup %s is not writable by uid %d: %w", h.dir(base), os.Geteuid(), err)
 	}
 	if _, err := os.Stat(filepath.Join(h.dir(rel), "cgroup.kill")); err != nil {
 		unix.Rmdir(h.dir(rel))

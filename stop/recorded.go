@@ -22,6 +22,8 @@ import (
 // removed.
 func Recorded(ctx context.Context, rec procid.Record, d scope.Desc, opts Options) Result {
 	t, s, res, ok := target(rec, d, opts)
+	t, ok, swept := sweepStrays(t, s, res, ok, d, opts)
+	defer swept()
 	if !ok {
 		return res
 	}

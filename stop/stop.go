@@ -78,6 +78,10 @@ type Options struct {
 	// Owner, for [Recorded], is the uid the row's process must run as: the owner of the ledger the row
 	// was read from ([ledger.Ledger.Owner]). Nil means the caller's uid. Unused on Windows.
 	Owner *int
+	// ScopeID, for [Recorded], is the scope id the row records (ledger.Row.ScopeID): on the
+	// process-group path the stop also reaches the processes of Owner whose environment carries
+	// it, each proven through a pidfd first (see scope.FindStrays). Empty reaches none.
+	ScopeID string
 }
 
 const (

@@ -50,6 +50,11 @@ type Group struct {
 	// supervisor that knows only the four-field line (or a Hermes one, which knows only two)
 	// ignores whole: custody owners send it only to custody supervisors.
 	PidfdID uint64
+	// ScopeID is the scope's id in its processes' environment (scope.EnvScopeID), or "": at the
+	// owner's death the supervisor also stops the processes of its user that carry it. It
+	// travels on an "envid <pgid> <id>" line after the register line, which a Hermes supervisor
+	// ignores.
+	ScopeID string
 }
 
 var (

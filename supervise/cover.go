@@ -56,5 +56,5 @@ func (c *Client) Uncover(d scope.Desc) error {
 
 // groupOf is the registration of the process group d describes.
 func groupOf(d scope.Desc) Group {
-	return Group{PID: d.Leader.PID, PGID: d.PGID, Start: d.Leader.Start, PidfdID: d.Leader.PidfdID}
+	return Group{PID: d.Leader.PID, PGID: d.PGID, Start: d.Leader.Start, PidfdID: d.Leader.PidfdID, ScopeID: d.ScopeID}
 }

@@ -243,7 +243,7 @@ func registerLine(dst []byte, g Group) []byte {
 		dst = append(dst, ' ')
 		dst = strconv.AppendUint(dst, g.PidfdID, 10)
 	}
-	return append(dst, '\n')
+	return envIDLine(append(dst, '\n'), g)
 }
 
 // unregisterLine formats the unregister line for a group.

@@ -36,6 +36,7 @@ type server struct {
 	// died is set when the owner's death word told of its death (Linux): the end of its pipe is
 	// then its death, not a release.
 	died bool
+	env  envSweep // the scope ids of the covered groups, and their strays (envsweep_posix.go)
 }
 
 func serve(ctx context.Context, in io.Reader, cfg Config) error {
@@ -95,6 +96,9 @@ func newServer(cfg Config) *server {
 }
 
 func (s *server) handle(line []byte) {
+	if s.env.line(line, s.log) {
+		return
+	}
 	cmd, ok := parseLine(line)
 	if !ok {
 		if s.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -119,6 +123,7 @@ func (s *server) handle(line []byte) {
 		s.register(cmd)
 	case verbUnregister:
 		s.drop(cmd.pgid)
+		s.env.forget(cmd.pgid)
 	}
 }
 
@@ -188,10 +193,11 @@ func (s *server) drop(pgid int) {
 // the owner's death already sent it), a wait of up to the grace, SIGKILL (cgroup.kill for
 // cgroups).
 func (s *server) sweep() {
-	if len(s.covered) > 0 || len(s.cgroups) > 0 {
+	if len(s.covered) > 0 || len(s.cgroups) > 0 || s.env.any() {
 		s.stop()
 		s.awaitCgroups(s.deadline)
 		s.sweepGroups(s.deadline)
+		s.env.finish(s.deadline, s.log)
 	}
 	s.removeDeadOwners()
 }

@@ -147,7 +147,8 @@ func containmentCheck() check {
 		return check{Name: "containment", OK: true, Detail: "job: each child in a job object that dies with its owner"}
 	}
 	return check{Name: "containment", Detail: fmt.Sprintf("process-group: %v; a descendant that calls setsid or "+
-		"setpgid leaves its child's scope, and outlives the owner and a stop", why)}
+		"setpgid leaves its child's group, and is still stopped with it by the scope id in its environment ($%s), "+
+		"unless it also execs with a cleared environment; %s", why, scope.EnvScopeID, containerRecipe)}
 }
 
 func bootCheck() check {

@@ -86,6 +86,8 @@ func report(err error, stderr io.Writer) exitCode {
 	case ledger.IsLocked(err):
 		fmt.Fprintln(stderr, "custody: hint: another process holds the ledger lock; if it is stopped, resume or end it")
 		return exitLocked
+	case errors.Is(err, errNoContainer):
+		fmt.Fprintln(stderr, "custody: hint: "+containerRecipe)
 	case isUsage(err):
 		return exitUsage
 	case errors.Is(err, supervise.ErrSocket):

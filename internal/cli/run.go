@@ -30,6 +30,8 @@ type runOptions struct {
 	verbose  bool
 	grantEnv string
 	grantTTL time.Duration
+	contain  string // --containment: "", "cgroup" or "process-group" (see containment.go)
+	quiet    bool
 	owner    string // --owner: parent, self or a PID (see takeOwner)
 	argv     []string
 }
@@ -37,7 +39,10 @@ type runOptions struct {
 const runHelp = `Start CMD as an owned child in a scope of its own, stamp the spawn tag, record it in the
 ledger and cover it with the owner-death supervisor. On Linux the scope is a cgroup v2 the child is
 born into, wherever a writable cgroup2 subtree exists (as root, or in a cgroup delegated to you);
-otherwise, and on macOS, it is a process group ('custody doctor' says which, and why). SIGINT,
+otherwise, and on macOS, it is a process group ('custody doctor' says which, why, and how to get a
+cgroup), and custody says so once on stderr (--quiet silences it). --containment cgroup (or
+CUSTODY_CONTAINMENT=cgroup) refuses to start without a cgroup instead (exit status 1);
+--containment process-group (or CUSTODY_CONTAINMENT=process-group) never makes one. SIGINT,
 SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to custody are forwarded to the child's scope,
 and SIGWINCH too when custody is not the terminal's foreground (in a terminal the child's group
 is, and the terminal tells it). When the child exits, whatever is left of its scope is stopped
@@ -67,7 +72,14 @@ the terminal's foreground group while it runs, so an interactive child (a shell,
 the terminal, and ^C reaches it directly; custody takes the terminal back after. On Linux, ^Z
 stops the child and then custody, as the shell expects of its job, and fg continues both. In a
 cgroup nothing the child starts can leave its scope; in a process group, a descendant that calls
-setsid or setpgid leaves it and is not covered.
+setsid or setpgid leaves the group, and is still stopped with it, by custody's death, stop and
+reap, through the scope id in its environment ($CUSTODY_SCOPE), unless it also execs with a cleared
+environment.
+
+On Linux custody run is a child subreaper: orphans of the child's tree are re-parented to it while
+it runs, reaped, and stopped with what is left of the scope when the child exits. As PID 1 of a
+PID namespace (a container's init) it reaps every orphan, passes the signals above to the child's
+scope as tini does, and exits with the child's status.
 
 On Windows the scope is a job object that dies with custody, and the console's ^C reaches the
 child directly (it shares custody's console process group); there are no signals to forward.
@@ -90,7 +102,7 @@ func newRun(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:         "run",
 		Usage:        "Run a command as an owned child that dies with custody",
-		UsageText:    "custody run [--purpose P] [--grace D] [--owner parent|PID|self] [--keep] [--verbose] [--grant-env NAME [--grant-ttl D]] -- CMD [ARGS]",
+		UsageText:    "custody run [--purpose P] [--grace D] [--owner parent|PID|self] [--keep] [--verbose] [--quiet] [--containment cgroup|process-group] [--grant-env NAME [--grant-ttl D]] -- CMD [ARGS]",
 		Description:  fmt.Sprintf(runHelp, ownerHelp),
 		StopOnNthArg: new(1), // flags after CMD belong to CMD
 		ArgValidator: needArgs("a command to run"),
@@ -104,6 +116,10 @@ func newRun(g *globals) *cli.Command {
 			ownerFlag(&o.owner),
 			&cli.StringFlag{Name: "purpose", Value: "run", Destination: &o.purpose,
 				Usage: "what the child is for: serve, gateway, mcp-helper, …"},
+			&cli.StringFlag{Name: "containment", Destination: &o.contain,
+				Usage: "cgroup: refuse to start without one; process-group: never make one (default: $CUSTODY_CONTAINMENT, else the best there is)"},
+			&cli.BoolFlag{Name: "quiet", Destination: &o.quiet,
+				Usage: "do not say on stderr that the child fell back to a process group"},
 			&cli.BoolFlag{Name: "verbose", Destination: &o.verbose,
 				Usage: "say on stderr how the child ended and what was stopped after it"},
 		},
@@ -136,6 +152,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err := procid.Supported(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	asked, err := askedContainment(o.contain)
+	if err != nil {
+		return err
+	}
+	if err := applyContainment(asked); err != nil {
+		return err
+	}
 	// The owner is held before anything is read or started: one already gone changes nothing.
 	served, err := takeOwner(o.owner)
 	if err != nil {
@@ -158,6 +181,8 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	orphans := adoptOrphans() // before the child: its orphans come to custody from its first fork
+	defer orphans.close()
 	owner := o.newOwner(l, tagEnv, "run", o.grace, ownerID(served))
 	defer owner.Supervisor.Close()
 	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
@@ -183,6 +208,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	tty.followStops(child)
+	warnFallback(o.stderr, asked, child.Containment(), o.quiet)
 	var granted <-chan struct{} // nil, never ready, without a grant
 	if g := child.EnvGrant(); g != nil {
 		granted = g.Done()
@@ -199,6 +225,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
 				fmt.Fprintf(o.stderr, "custody: warning: run: the child's scope: %s: %s\n", res.Outcome, res.Reason)
 			}
+			orphans.stop(o.grace)
 			return statusError{exitOwnerGone}
 		case <-granted:
 			granted = nil
@@ -210,6 +237,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	tty.restore()
 	res := child.Stop(ctx, stop.Options{Grace: o.grace})
+	orphans.stop(o.grace)
 	if !res.OK() {
 		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's scope: %s: %s\n", res.Outcome, res.Reason)
 	}

@@ -102,7 +102,9 @@ func runStop(ctx context.Context, o *stopOptions) error {
 			continue
 		}
 		wg.Go(func() {
-			results[i] = stop.Recorded(ctx, row.Record(), row.ScopeDesc(), opts)
+			o := opts
+			o.ScopeID = row.Decoded().ScopeID
+			results[i] = stop.Recorded(ctx, row.Record(), row.ScopeDesc(), o)
 			if results[i].OK() {
 				mu.Lock()
 				gone = append(gone, row)

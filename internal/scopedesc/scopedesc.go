@@ -38,4 +38,9 @@ type Desc struct {
 	// a cgroup found at that path later is the same one.
 	Cgroup   string `json:"cgroup,omitempty"`
 	CgroupID uint64 `json:"cgroup_id,omitempty"`
+	// ScopeID is the scope's id in its processes' environment (CUSTODY_SCOPE), or "": on the
+	// process-group path the processes of the owner's user that carry it are stopped with the
+	// scope, even those that left the group. A row records it in a field of its own
+	// ("scope_id"), so it is not encoded here.
+	ScopeID string `json:"-"`
 }

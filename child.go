@@ -128,7 +128,7 @@ func (c *Child) Stop(ctx context.Context, opts StopOptions) StopResult {
 		return stop.Result{PID: c.ID.PID, Outcome: stop.NoAuthority, Reason: err.Error()}
 	}
 	if !c.use() { // released: it exited, and its scope was seen empty
-		return stop.Result{PID: c.ID.PID, Outcome: stop.AlreadyExited}
+		return stop.Result{PID: c.ID.PID, Outcome: stop.AlreadyExited, Reason: "it had exited and been released before the stop"}
 	}
 	sc, swept := c.stopScope()
 	res := stop.Stop(ctx, stop.Target{PID: c.ID.PID, Process: c.proc, Scope: sc}, opts)

@@ -21,9 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -31,9 +29,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Environment of a gated child: the descriptor of the gate's pipe, and the program to exec.
+// Environment of a gated child: the descriptor of the gate's pipe, the pipe's identity (its
+// device and inode, "<dev>:<ino>"), and the program to exec. The identity is the proof that the
+// process was started as a gate: the variables alone could come from anywhere (inherited by
+// accident, or set by whoever runs the binary), and a process that obeyed them would exec a
+// program it was never asked to run, or exit before its main ran.
 const (
 	envGateFD   = "CUSTODY_GATE_FD"
+	envGatePipe = "CUSTODY_GATE_PIPE"
 	envGatePath = "CUSTODY_GATE_PATH"
 )
 
@@ -67,9 +70,15 @@ func newGate(cmd *exec.Cmd) (*gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(r.Fd()), &st); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("gate: %w", os.NewSyscallError("fstat", err))
+	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
 	fd := 2 + len(cmd.ExtraFiles)
-	cmd.Env = append(cmd.Env, envGateFD+"="+strconv.Itoa(fd), envGatePath+"="+cmd.Path)
+	cmd.Env = append(cmd.Env, envGateFD+"="+strconv.Itoa(fd), envGatePipe+"="+pipeID(&st), envGatePath+"="+cmd.Path)
 	cmd.Path = exe
 	return &gate{r: r, w: w}, nil
 }
@@ -123,18 +132,24 @@ func (g *gate) close() {
 	}
 }
 
+// pipeID names a pipe by its device and inode: unique among the pipes that exist at once.
+func pipeID(st *unix.Stat_t) string { return fmt.Sprintf("%d:%d", uint64(st.Dev), uint64(st.Ino)) }
+
 // runGate is the child's side, called by Init: it waits for the owner's byte and execs the
-// program, or exits when the owner died first. It returns only when this process is no gate.
+// program, or exits when the owner died first. It returns when this process is no gate, and then
+// only after removing the gate's variables from its environment, so that nothing it starts
+// inherits them.
 func runGate() {
-	v := os.Getenv(envGateFD)
-	if v == "" {
+	v, pipe, path := os.Getenv(envGateFD), os.Getenv(envGatePipe), os.Getenv(envGatePath)
+	if v == "" && pipe == "" && path == "" {
 		return
 	}
-	path := os.Getenv(envGatePath)
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd < 3 || path == "" {
-		fmt.Fprintf(os.Stderr, "custody: gate: bad %s=%q\n", envGateFD, v)
-		os.Exit(gateExit)
+	for _, k := range []string{envGateFD, envGatePipe, envGatePath} {
+		os.Unsetenv(k)
+	}
+	fd, ok := gateFD(v, pipe)
+	if !ok || path == "" {
+		return // not started as a gate: the variables came from elsewhere
 	}
 	var b [1]byte
 	n, _ := eintr.Retry(func() (int, error) { return unix.Read(fd, b[:]) })
@@ -142,13 +157,29 @@ func runGate() {
 	if n != 1 {
 		os.Exit(gateExit) // the owner died before covering this child
 	}
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, envGateFD+"=") || strings.HasPrefix(kv, envGatePath+"=")
-	})
-	err = syscall.Exec(path, os.Args, env)
+	err := syscall.Exec(path, os.Args, os.Environ())
 	fmt.Fprintf(os.Stderr, "custody: gate: exec %s: %v\n", path, err)
 	if errors.Is(err, os.ErrNotExist) {
 		os.Exit(127)
 	}
 	os.Exit(126)
+}
+
+// gateFD returns the gate's descriptor when v names one that is the pipe pipe identifies, open
+// for reading only: the pipe an owner made for this process (newGate). A descriptor the process
+// does not have, a file, a terminal or another pipe is no gate.
+func gateFD(v, pipe string) (int, bool) {
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO || pipeID(&st) != pipe {
+		return 0, false
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil || fl&unix.O_ACCMODE != unix.O_RDONLY {
+		return 0, false
+	}
+	return fd, true
 }

@@ -9,4 +9,8 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/gofrs/flock v0.13.2
+require (
+	github.com/coreos/go-systemd/v22 v22.7.0
+	github.com/godbus/dbus/v5 v5.2.4
+	github.com/gofrs/flock v0.13.2
+)

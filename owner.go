@@ -62,9 +62,16 @@ type Owner struct {
 	closeErr  error
 }
 
+// DefaultPurpose is the purpose of a child started or registered without one, by the API and
+// by every verb of the command line alike. A purpose says what the child is for; "helper" says
+// only that it helps its owner, which is all custody knows ("run" would say how it was started).
+// It is none of the purposes reap takes as reapable without a reapable field.
+const DefaultPurpose = "helper"
+
 // StartOptions describes one child.
 type StartOptions struct {
-	// Purpose is what the child is for (serve, gateway, mcp-helper, …); empty means "helper".
+	// Purpose is what the child is for (serve, gateway, mcp-helper, …); empty means
+	// [DefaultPurpose].
 	Purpose string
 	// Keep makes the row not reapable: reap never stops it, even after the owner crashed.
 	Keep bool
@@ -150,7 +157,7 @@ func (o *Owner) Start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (*C
 func (o *Owner) start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (_ *Child, err error) {
 	purpose := opts.Purpose
 	if purpose == "" {
-		purpose = "helper"
+		purpose = DefaultPurpose
 	}
 	t := tag.Tag{Install: o.Install, Purpose: purpose, SpawnerPID: o.self.PID, SpawnerCreate: &o.self.CreateTime}
 	if err := t.Validate(); err != nil {
@@ -365,6 +372,9 @@ func (c *Child) record(w *pendingRow, purpose string, opts StartOptions) error {
 	row.Purpose, row.Install = purpose, o.Install
 	row.SetScope(c.scope.Desc())
 	row.ScopeID = c.scopeID()
+	if row.Cgroup != "" {
+		row.CgroupVia = scope.CgroupVia() // how the cgroup was had: a unit systemd delegated, or ""
+	}
 	row.Reapable = ptr(!opts.Keep)
 	row.Generation = opts.Generation
 	row.Owner = ptr(o.self.PID)

@@ -44,7 +44,9 @@ type Slot struct {
 	gen    int
 	cur    *Child
 	fenced *Child
-	last   stop.Result
+	last   stop.Result // the stop that fenced the slot
+	// stopped is what the stop of the generation before the current one reported, forced or not
+	stopped stop.Result
 }
 
 // Replace stops the current generation, if any, and starts cmd as the next one. It returns the new
@@ -60,8 +62,10 @@ func (s *Slot) Replace(ctx context.Context, cmd *exec.Cmd) (*Child, error) {
 	if err := s.unfenceLocked(ctx); err != nil {
 		return nil, err
 	}
+	s.stopped = stop.Result{}
 	if s.cur != nil {
 		res := s.cur.Stop(ctx, s.Stop)
+		s.stopped = res
 		if !res.OK() {
 			s.fenced, s.cur, s.last = s.cur, nil, res
 			return nil, s.fencedErrLocked()
@@ -104,6 +108,16 @@ func (s *Slot) unfenceLocked(ctx context.Context) error {
 
 func (s *Slot) fencedErrLocked() error {
 	return &FencedError{Generation: s.gen, PID: s.fenced.ID.PID, Result: s.last}
+}
+
+// LastStop returns what the last [Slot.Replace] reported of its stop of the generation before:
+// whether it exited by itself within the grace, or only to the kill after it
+// ([StopResult.Forced]), or not at all (the slot is then fenced). It is the zero StopResult when
+// that Replace stopped nothing (the slot's first generation, or one that had been released).
+func (s *Slot) LastStop() StopResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
 }
 
 // Current returns the running generation and its number, or nil and 0.

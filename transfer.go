@@ -264,6 +264,10 @@ func (g *Grant) handle(conn grantConn, c *Child) (res TransferResult, consumed b
 		refuse(conn, "forged grant")
 		return res, false
 	}
+	if why := c.enclosed(peer); why != "" {
+		refuse(conn, why) // not consumed: the grant stays served for a receiver outside
+		return res, false
+	}
 	g.ln.Close() // one-shot: from here on nobody else can connect
 	if time.Now().After(g.deadline) {
 		refuse(conn, "expired")

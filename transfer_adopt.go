@@ -16,7 +16,7 @@ import (
 // ErrExitUnknown is what [Child.Wait] returns for an adopted child that has exited when the OS
 // does not report its exit status to a process other than its parent (macOS; Linux before 6.15;
 // a parent that did not reap it within reapWait): it was seen to exit, and nothing more is known.
-var ErrExitUnknown = errors.New("custody: exited; its status goes to its parent only")
+var ErrExitUnknown = errors.New("exited; its status goes to its parent only")
 
 // reapWait bounds the wait for an adopted child's parent to reap it, which is when Linux makes
 // its exit status readable through a pidfd.

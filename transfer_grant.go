@@ -36,15 +36,17 @@ const grantPrefix = "custody-grant-v1:"
 // maxGrantLen bounds a grant string before it is decoded: a grant is a few hundred bytes.
 const maxGrantLen = 4096
 
+// The sentinels carry no "custody:" of their own: every error that wraps one is already
+// custody's ("custody: adopt: grant refused: …"), and a prefix here would print twice.
 var (
 	// ErrGrantMalformed reports a string that is not a custody grant of a version this build reads.
-	ErrGrantMalformed = errors.New("custody: malformed grant")
+	ErrGrantMalformed = errors.New("malformed grant")
 	// ErrGrantExpired reports a grant past its expiry: its giver no longer serves it.
-	ErrGrantExpired = errors.New("custody: grant expired")
+	ErrGrantExpired = errors.New("grant expired")
 	// ErrGrantRefused reports a grant its giver refused, or could no longer serve: already used,
 	// forged, presented by another user, its child gone, or its giver gone (which took the child
 	// with it).
-	ErrGrantRefused = errors.New("custody: grant refused")
+	ErrGrantRefused = errors.New("grant refused")
 )
 
 // grantToken is the decoded grant string.

@@ -20,9 +20,9 @@ func tempLedger(t *testing.T) *ledger.Ledger {
 	return ledger.Open(filepath.Join(testproc.TempDir(t), "state", "spawn-ledger.json"))
 }
 
-// TestCorrupt: a corrupt ledger goes to .corrupt with its bytes, the read says so, the next write
-// starts fresh, and a second corrupt file does not overwrite the first (the hard link that claims
-// the quarantine name never replaces).
+// TestCorrupt: a read of a corrupt ledger says so and moves nothing; a write moves it to .corrupt
+// with its bytes and starts fresh, and a second corrupt file does not overwrite the first (the
+// hard link that claims the quarantine name never replaces).
 func TestCorrupt(t *testing.T) {
 	l := tempLedger(t)
 	ctx := context.Background()
@@ -36,9 +36,17 @@ func TestCorrupt(t *testing.T) {
 		}
 		rows, err := l.Rows(ctx)
 		ce, ok := errors.AsType[*ledger.CorruptError](err)
-		if !ok || rows != nil {
-			t.Fatalf("Rows on a corrupt file = %v, %v; want a *CorruptError", rows, err)
+		if !ok || rows != nil || ce.MovedTo != "" {
+			t.Fatalf("Rows on a corrupt file = %v, %v; want a *CorruptError, nothing moved", rows, err)
 		}
+		if got, _ := os.ReadFile(l.Path()); string(got) != body {
+			t.Fatalf("Rows changed the corrupt file: %q", got)
+		}
+		rep, err := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil })
+		if err != nil || rep.Quarantined == nil {
+			t.Fatalf("a write to a corrupt file: %+v, %v; want it quarantined", rep, err)
+		}
+		ce = rep.Quarantined
 		want := l.Path() + ".corrupt"
 		if i > 0 {
 			want += ".2"
@@ -134,5 +142,38 @@ func TestLenientRead(t *testing.T) {
 				t.Errorf("a row whose identity is not a number survived:\n%s", body)
 			}
 		})
+	}
+}
+
+// TestTooDeep: a ledger nested beyond MaxNesting, valid JSON or not, is refused as unreadable by
+// readers and writers alike, and left as it was: neither read as an empty roster nor quarantined.
+func TestTooDeep(t *testing.T) {
+	l := tempLedger(t)
+	ctx := context.Background()
+	if err := os.MkdirAll(filepath.Dir(l.Path()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{ledger.MaxNesting + 1, 10000, 10002} {
+		body := strings.Repeat("[", n) + strings.Repeat("]", n)
+		if err := os.WriteFile(l.Path(), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if rows, err := l.Rows(ctx); !errors.Is(err, ledger.ErrTooDeep) || rows != nil {
+			t.Errorf("Rows on a %d-deep file = %v, %v; want ErrTooDeep", n, rows, err)
+		}
+		if _, err := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil }); !errors.Is(err, ledger.ErrTooDeep) {
+			t.Errorf("Update on a %d-deep file: %v; want ErrTooDeep", n, err)
+		}
+		if b, _ := os.ReadFile(l.Path()); string(b) != body {
+			t.Errorf("the %d-deep file was changed", n)
+		}
+		if _, err := os.Stat(l.Path() + ".corrupt"); err == nil {
+			t.Fatalf("the %d-deep file was quarantined", n)
+		}
+	}
+	body := strings.Repeat("[", ledger.MaxNesting) + strings.Repeat("]", ledger.MaxNesting)
+	os.WriteFile(l.Path(), []byte(body), 0o600)
+	if rows, err := l.Rows(ctx); err != nil || len(rows) != 0 {
+		t.Errorf("Rows on a %d-deep file = %v, %v; want no rows and no error", ledger.MaxNesting, rows, err)
 	}
 }

@@ -90,6 +90,9 @@ func encodeRow(r Row) ([]byte, error) {
 	if b, ok = appendStringOmit(b, `,"scope_id":`, r.ScopeID); !ok {
 		return json.Marshal(r)
 	}
+	if b, ok = appendStringOmit(b, `,"cgroup_via":`, r.CgroupVia); !ok {
+		return json.Marshal(r)
+	}
 	if r.CallerPID != nil {
 		b = appendIntPtr(b, `,"caller_pid":`, r.CallerPID)
 	}

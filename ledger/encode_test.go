@@ -109,6 +109,6 @@ func randomRow(rng *rand.Rand) ledger.Row {
 		BootStart: floatp(), SpawnerBoot: floatp(), BootID: bootID,
 		StartTicks: uintp(), SpawnerStartTicks: uintp(), PidfdID: uintp(), SpawnerPidfdID: uintp(),
 		PGID: intp(), Scope: str(), Reapable: boolp(), Generation: intp(), Owner: intp(),
-		Containment: str(), Cgroup: str(), CgroupID: uintp(),
+		Containment: str(), Cgroup: str(), CgroupID: uintp(), CgroupVia: str(),
 	}
 }

@@ -34,9 +34,16 @@ const (
 	fieldCgroup
 	fieldCgroupID
 	fieldScopeID
+	fieldCgroupVia
 	fieldCallerPID
 	fieldCallerStartTicks
+
+	numFields // not a field: how many there are, fieldUnknown included
 )
+
+// A decoding has one bit a field: a field past its width would silently never decode. This fails
+// to compile once there are more fields than bits.
+var _ [64 - numFields]struct{}
 
 // fieldOf names the field key is the JSON name of: one comparison of the name per field of a row
 // read, however many questions are then asked about the field.
@@ -106,6 +113,8 @@ func custodyFieldOf(key []byte) field {
 		return fieldCgroupID
 	case "scope_id":
 		return fieldScopeID
+	case "cgroup_via":
+		return fieldCgroupVia
 	case "caller_pid":
 		return fieldCallerPID
 	case "caller_start_ticks":
@@ -124,7 +133,7 @@ func (f field) identityNumber() bool {
 // decoding says which fields a read decodes from each row's bytes, one bit a field. Every row
 // keeps all its bytes whatever the decoding: what is not decoded reads as absent, and
 // [Row.Decoded] decodes it.
-type decoding uint32
+type decoding uint64
 
 func fields(fs ...field) decoding {
 	var d decoding

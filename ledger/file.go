@@ -72,7 +72,7 @@ func parse(path string, data []byte, d decoding, each func(*Row)) (parsed, error
 	// whose fresh pages cost a fault each (15 µs on some virtual machines).
 	p := parsed{rows: make([]Row, 0, len(data)/400+1)}
 	vals := new(values)
-	err := jsonscan.Array(data, func(elem []byte) error {
+	err := jsonscan.ArrayDepth(data, MaxNesting, func(elem []byte) error {
 		p.rows = append(p.rows, Row{}) // decoded in place: a row is 300 bytes to copy
 		if r := &p.rows[len(p.rows)-1]; r.decodeFrom(elem, d, vals) {
 			if each != nil {
@@ -85,6 +85,8 @@ func parse(path string, data []byte, d decoding, each func(*Row)) (parsed, error
 		return nil
 	})
 	switch {
+	case errors.Is(err, jsonscan.ErrTooDeep):
+		return parsed{}, fmt.Errorf("ledger %s is unreadable: %v: refusing it, as the Hermes reader does: %w", path, err, ErrTooDeep)
 	case errors.Is(err, jsonscan.ErrNotArray):
 		return parsed{}, &CorruptError{Path: path, Reason: "not a JSON array"}
 	case err != nil:

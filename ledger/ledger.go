@@ -153,8 +153,10 @@ func (l *Ledger) Add(ctx context.Context, row Row) (Report, error) {
 }
 
 // Rows reads every row without the lock: the atomic rename makes every read see a whole file. A
-// corrupt file is quarantined under the lock before Rows returns an empty list together with the
-// *CorruptError (whose MovedTo says where the bytes went), so a roster is never silently empty.
+// corrupt file is an error, a *CorruptError (its MovedTo empty), so a roster is never silently
+// empty; and a read changes nothing: the file stays where it is, for the next write to quarantine
+// (see [Report.Quarantined]). A listing must not move aside a file that another program, reading
+// it otherwise, might still be writing.
 func (l *Ledger) Rows(ctx context.Context) ([]Row, error) { return l.rows(ctx, decodeFull, nil) }
 
 // rows is Rows, decoding the fields d names, and calling each, unless nil, with every row as
@@ -164,15 +166,8 @@ func (l *Ledger) rows(ctx context.Context, d decoding, each func(*Row)) ([]Row, 
 		return nil, err
 	}
 	p, err := l.read(ctx, d, each)
-	if _, ok := errors.AsType[*CorruptError](err); ok {
-		rep, uerr := l.Update(ctx, nil, func(rows []Row) ([]Row, error) { return rows, nil })
-		if uerr != nil {
-			return nil, errors.Join(err, uerr)
-		}
-		if rep.Quarantined != nil {
-			return nil, rep.Quarantined
-		}
-		p, err = l.read(ctx, d, each) // another writer quarantined it meanwhile
+	if ce, ok := errors.AsType[*CorruptError](err); ok {
+		return nil, ce
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)

@@ -30,8 +30,9 @@ func replaceRow(rows []Row, row Row, rep *Report) ([]Row, error) {
 	return append(kept, row), nil
 }
 
-// mergeRow returns row with every field of old that row lacks (absent or null) appended, each
-// as old holds it, byte for byte.
+// mergeRow returns row with every field of old that row lacks (absent, null, or one of the
+// descriptive fields at its empty default, see unknown) appended, each as old holds it, byte for
+// byte.
 func mergeRow(row, old Row) (Row, error) {
 	raw, err := row.Raw()
 	if err != nil {
@@ -39,7 +40,7 @@ func mergeRow(row, old Row) (Row, error) {
 	}
 	has := map[string]bool{}
 	jsonscan.Members(raw, func(k, v []byte) bool {
-		if !jsonscan.IsNull(v) {
+		if !jsonscan.IsNull(v) && !unknown(k, v) {
 			has[string(k)] = true
 		}
 		return true
@@ -71,6 +72,21 @@ func mergeRow(row, old Row) (Row, error) {
 		return row, nil // cannot happen: both halves were valid rows
 	}
 	return out, nil
+}
+
+// unknown reports whether v, the value of key k in a row custody made, is the empty default that
+// its encoding writes for a Hermes field it knows nothing of: host, profile and hermes_home "",
+// isolated false. Every row carries them (Hermes's reader expects them), but they say only that
+// the writer had no value: over another program's values for the same process (custody register
+// of a process Hermes registered with its details) they would replace what that program knew.
+func unknown(k, v []byte) bool {
+	switch string(k) {
+	case "host", "profile", "hermes_home":
+		return string(v) == `""`
+	case "isolated":
+		return string(v) == "false"
+	}
+	return false
 }
 
 // dropNulls returns raw, a JSON object, without the members that are null in it and set in old

@@ -44,6 +44,7 @@ type Row struct {
 	Cgroup            string  `json:"cgroup,omitempty"`              // a cgroup scope's hierarchy path
 	CgroupID          *uint64 `json:"cgroup_id,omitempty"`           // its inode number (the kernel's cgroup id)
 	ScopeID           string  `json:"scope_id,omitempty"`            // the scope's id in its processes' environment (scope.EnvScopeID)
+	CgroupVia         string  `json:"cgroup_via,omitempty"`          // how the cgroup was had: "systemd-scope", "systemd-service", or "" (custody's own subtree)
 	CallerPID         *int    `json:"caller_pid,omitempty"`          // the process the owner serves: its end ends the child
 	CallerStartTicks  *uint64 `json:"caller_start_ticks,omitempty"`  // its exact start, as start_ticks
 
@@ -305,6 +306,8 @@ func (r *Row) decodeCustodyField(f field, v []byte, vals *values) {
 		r.CgroupID = uintPtr(v, vals)
 	case fieldScopeID:
 		r.ScopeID, _ = jsonscan.String(v)
+	case fieldCgroupVia:
+		r.CgroupVia, _ = jsonscan.String(v)
 	case fieldCallerPID:
 		r.CallerPID = intPtr(v, vals)
 	case fieldCallerStartTicks:

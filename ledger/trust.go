@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // MaxSize is the largest ledger file custody reads: 64 MiB, some 150,000 rows, where a working
@@ -14,11 +15,24 @@ import (
 // or planted) would exhaust it.
 const MaxSize = 64 << 20
 
+// MaxNesting is the deepest nesting of arrays and objects custody reads in a ledger: a row is an
+// object in the array, two levels. The Hermes reader (Python's json) recurses once per level and
+// fails with RecursionError near Python's default recursion limit of 1000, less its caller's
+// frames (at 994 levels called from the top of a script), so it neither reads nor quarantines
+// such a file. custody refuses a deeper file likewise, as unreadable (an error wrapping
+// [ErrTooDeep]), and leaves it in place: a file both programs read as corrupt is quarantined; one
+// neither can read is left for a person to look at. 900 leaves the Hermes reader's caller 90
+// frames, and a file custody reads, Hermes reads too.
+const MaxNesting = 900
+
 var (
 	// ErrUntrusted is wrapped by every [*TrustError].
 	ErrUntrusted = errors.New("ledger: untrusted")
 	// ErrTooLarge reports a ledger file above [MaxSize]; nothing was read or written.
 	ErrTooLarge = errors.New("ledger: file too large")
+	// ErrTooDeep reports a ledger nested deeper than [MaxNesting]: refused as unreadable, and
+	// left in place, not quarantined as corrupt.
+	ErrTooDeep = errors.New("ledger: nested too deep")
 )
 
 // TrustError reports a ledger file, lock file or directory that custody refuses to use. A row is a
@@ -94,9 +108,25 @@ func checkFileInfo(path string, fi fs.FileInfo) error {
 	case t&fs.ModeNamedPipe != 0:
 		return &TrustError{Path: path, Reason: "a FIFO, not a regular file"}
 	case t != 0:
-		return &TrustError{Path: path, Reason: fmt.Sprintf("not a regular file (%v)", t)}
+		return &TrustError{Path: path, Reason: "not a regular file: " + fileType(t)}
 	}
 	return checkFileOwner(path, fi)
+}
+
+// fileType names a file type in words: fs.FileMode's String prints "d---------" for a directory,
+// its permission bits masked off, which reads as a mode the file does not have.
+func fileType(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "of type " + strings.TrimRight(t.String(), "-")
 }
 
 // checkSize refuses a file above MaxSize.

@@ -36,6 +36,9 @@ type Txn struct {
 	snapKept     int
 }
 
+// errTxnEnded refuses a second end of a transaction: it released its lock at the first.
+var errTxnEnded = errors.New("the transaction has ended (appended or aborted)")
+
 // rowRoom is the room a write reserves for a row beyond the ledger's current size: rows run to
 // 300-500 bytes, and a block is what a filesystem reserves anyway.
 const rowRoom = 4 << 10
@@ -279,7 +282,9 @@ func (tx *Txn) TryPrepared() bool {
 
 // Append adds row, replacing any row with its PID, and commits. After beginAppend the
 // kept rows are already in the file: only the row and the array's end are written, unless a kept
-// row has the PID (a stale row of a recycled PID), when the file is written anew.
+// row has the PID (a stale row of a recycled PID), when the file is written anew. After
+// [Ledger.LockAppend] alone it reads, prunes and writes everything itself, as [Ledger.Add] does.
+// It ends the transaction: a second Append, or one after [Txn.Abort], is an error.
 func (tx *Txn) Append(row Row) (Report, error) {
 	// The spare for an owner's handle's next write (see newTemp) is made after the unlock: by the
 	// append's background when the start's fast path commits, here otherwise.
@@ -289,9 +294,17 @@ func (tx *Txn) Append(row Row) (Report, error) {
 			tx.l.afterWrite()
 		}
 	}()
+	if tx.unlock == nil { // appended or aborted already: it holds nothing any more
+		return tx.rep, fmt.Errorf("ledger: add pid %d: %w", row.PID, errTxnEnded)
+	}
 	if row.PID <= 0 {
 		tx.Abort()
 		return tx.rep, fmt.Errorf("ledger: add pid %d: not a positive pid", row.PID)
+	}
+	if tx.tmp == nil { // locked by LockAppend and never prepared: prepare now, as a write does
+		if err := tx.prepare(true); err != nil {
+			return tx.rep, fmt.Errorf("ledger: add pid %d: %w", row.PID, err)
+		}
 	}
 	add := func(rows []Row) ([]Row, error) { return replaceRow(rows, row, &tx.rep) }
 	if !tx.prewritten || tx.hasPID(row.PID) {

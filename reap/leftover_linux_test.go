@@ -17,8 +17,9 @@ import (
 	"github.com/custody-dev/custody/scope"
 )
 
-// A dead owner's cgroup directory is removed by reap when empty, and kept while a process lives in
-// one of its scopes; a live owner's is never touched.
+// A dead owner's cgroup directory that the ledger's rows name is removed by reap when empty, and
+// kept while a process lives in one of its scopes; one no row names (another session's) is
+// reported apart and left alone; a live owner's is never touched.
 func TestReapLeftoverCgroups(t *testing.T) {
 	kind, base, why := scope.Containment()
 	if kind != scope.KindCgroup {
@@ -57,8 +58,19 @@ func TestReapLeftoverCgroups(t *testing.T) {
 	cat := exec.Command("cat")
 	cat.SysProcAttr = &unix.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
 	p := testproc.Start(t, cat)
+	other := mk(procid.ID{PID: inc.PID, Start: inc.Start + 2})
 
+	rel := func(dir string) string {
+		return filepath.Join("/", filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
+	}
+	// Rows of the dead cat: one spawned by the empty directory's owner, one in the busy one's
+	// scope. Nothing names the other.
 	l := ledger.Open(filepath.Join(t.TempDir(), "spawn-ledger.json"))
+	rows := fmt.Sprintf(`[{"pid": %d, "start_ticks": %d, "spawner_pid": %d, "spawner_start_ticks": %d},
+		{"pid": %d, "start_ticks": %d, "cgroup": %q}]`, inc.PID, inc.Start, inc.PID, inc.Start, inc.PID, inc.Start, rel(busy)+"/s1")
+	if err := os.WriteFile(l.Path(), []byte(rows), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ds, err := reap.Run(context.Background(), l, reap.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +79,11 @@ func TestReapLeftoverCgroups(t *testing.T) {
 	for _, d := range ds {
 		got[d.Cgroup] = d
 	}
-	rel := func(dir string) string {
-		return filepath.Join("/", filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
+	if d := got[rel(other)]; d.Action != reap.Keep || d.Reason != reap.NotInLedger {
+		t.Errorf("a leftover no row names: %+v (all: %+v)", d, ds)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a leftover no row names was removed: %v", err)
 	}
 	if d := got[rel(empty)]; d.Action != reap.Gone || d.Reason != reap.OwnerDead || d.PID != inc.PID {
 		t.Errorf("empty leftover: %+v (all: %+v)", d, ds)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
@@ -50,6 +51,9 @@ const (
 	OtherUser        = "other-user" // it runs as another user than the ledger's owner
 	OwnerDead        = "owner-dead" // a dead owner's empty cgroups: removed
 	Populated        = "populated"  // a dead owner's cgroup still has processes: see their rows
+	// NotInLedger: a dead owner's cgroup directory that no row considered names (another
+	// session's, with another ledger, or another install's under --install): left alone, reported
+	NotInLedger = "not-in-ledger"
 )
 
 // Decision is reap's verdict on one row.
@@ -106,6 +110,13 @@ type Options struct {
 // signals nothing and changes nothing, and reports the same decisions.
 func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error) {
 	rows, err := l.Rows(ctx)
+	if _, ok := errors.AsType[*ledger.CorruptError](err); ok && !opts.DryRun {
+		// A reap writes the ledger, and a writer quarantines a corrupt file (a read leaves it).
+		rep, uerr := l.Update(ctx, nil, func(rows []ledger.Row) ([]ledger.Row, error) { return rows, nil })
+		if uerr == nil && rep.Quarantined != nil {
+			err = rep.Quarantined
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +131,9 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 		rows = slices.DeleteFunc(rows, func(r ledger.Row) bool { return r.Install != opts.Install })
 	}
 	ds := decide(rows, *opts.Stop.Owner)
+	named := namedOwners(rows) // before the rows are reaped and dropped
 	if opts.DryRun {
-		return append(ds, leftovers(true)...), nil
+		return append(ds, leftovers(true, named)...), nil
 	}
 	var drop []ledger.Row
 	for i := range ds {
@@ -143,21 +155,72 @@ func Run(ctx context.Context, l *ledger.Ledger, opts Options) ([]Decision, error
 		}
 	}
 	err = l.Drop(ctx, drop)
-	return append(ds, leftovers(false)...), err
+	return append(ds, leftovers(false, named)...), err
+}
+
+// owners tells which dead owners' cgroup directories the rows considered name (see namedOwners).
+type owners struct {
+	dirs []string         // the cgroup scopes the rows record
+	ids  map[int][]uint64 // owner and spawner PIDs, with their start ticks where recorded (0: none)
+}
+
+// namedOwners collects what ties rows to an owner's cgroup directory: a row's cgroup inside it,
+// or the owner it names (its owner or its spawner, the one that started it) being the
+// directory's, under the recorded start where there is one.
+func namedOwners(rows []ledger.Row) owners {
+	o := owners{ids: map[int][]uint64{}}
+	for _, r := range rows {
+		if r.Cgroup != "" {
+			o.dirs = append(o.dirs, r.Cgroup)
+		}
+		if r.Owner != nil {
+			o.ids[*r.Owner] = append(o.ids[*r.Owner], 0)
+		}
+		if r.SpawnerPID != nil {
+			var start uint64
+			if r.SpawnerStartTicks != nil {
+				start = *r.SpawnerStartTicks
+			}
+			o.ids[*r.SpawnerPID] = append(o.ids[*r.SpawnerPID], start)
+		}
+	}
+	return o
+}
+
+// names reports whether the rows name the leftover directory l.
+func (o owners) names(l scope.Leftover) bool {
+	for _, d := range o.dirs {
+		if strings.HasPrefix(d, l.Cgroup+"/") {
+			return true
+		}
+	}
+	for _, start := range o.ids[l.Owner.PID] {
+		if start == 0 || start == l.Owner.Start {
+			return true
+		}
+	}
+	return false
 }
 
 // leftovers decides on the cgroup directories of dead owners, after the rows were reaped (which
 // empties the scopes the rows name): empty ones are removed, populated ones kept. A scope that no
-// reapable row names is never killed here: its processes may be rows kept on purpose.
-func leftovers(dryRun bool) []Decision {
+// reapable row names is never killed here: its processes may be rows kept on purpose. A
+// directory no row names is another session's (another ledger's, or another install's under
+// --install): it is reported apart (NotInLedger) and left to the reap of the ledger that names
+// it, or to its own supervisor.
+func leftovers(dryRun bool, named owners) []Decision {
 	ls, err := scope.Leftovers()
 	if err != nil {
 		return nil
 	}
-	var out []Decision
+	var out, apart []Decision
 	for _, l := range ls {
 		d := Decision{PID: l.Owner.PID, Cgroup: l.Cgroup, Action: Gone, Reason: OwnerDead}
 		switch {
+		case !named.names(l):
+			d.Action, d.Reason = Keep, NotInLedger
+			apart = append(apart, d)
+			continue
 		case l.Populated:
 			d.Action, d.Reason = Keep, Populated
 		case !dryRun:
@@ -167,7 +230,7 @@ func leftovers(dryRun bool) []Decision {
 		}
 		out = append(out, d)
 	}
-	return out
+	return append(out, apart...)
 }
 
 // ownedBy keeps a row to reap whose process does not run as owner alone: the stop would refuse

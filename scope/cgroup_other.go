@@ -43,3 +43,7 @@ func releaseOwnerDir() {}
 func removeLeftover(Leftover) error { return noCgroups() }
 
 func removeDeadOwner(context.Context, string) error { return noCgroups() }
+
+func removeDeadOwnerDir(context.Context, string) error { return noCgroups() }
+
+func ownerDir() string { return "" }

@@ -141,8 +141,9 @@ type owner struct {
 	h       hierarchy
 	rel     string // the owner directory, a hierarchy path
 	made    bool
-	scopes  int // scopes made so far: the next is s<scopes+1>
-	live    int // scopes made and not yet removed
+	sd      sdScope // the unit systemd delegated to this process, once it did (see delegateLocked)
+	scopes  int     // scopes made so far: the next is s<scopes+1>
+	live    int     // scopes made and not yet removed
 	lastErr error
 }
 
@@ -152,14 +153,17 @@ var self owner
 // children get process groups instead. It is retried at each start rather than remembered: a
 // delegated subtree can appear later (and a transient error should not disable cgroups for the
 // process's life).
-func (o *owner) ensureLocked() error {
+func (o *owner) ensureLocked() error { return o.ensureDryLocked(false) }
+
+// ensureDryLocked is ensureLocked; with dry it asks systemd for nothing (see delegateLocked).
+func (o *owner) ensureDryLocked(dry bool) error {
 	if err := forcedGroups(); err != nil {
 		return err
 	}
 	if o.made {
 		return nil
 	}
-	h, err := findHierarchy()
+	h, err := o.hierarchyLocked()
 	if err != nil {
 		return err
 	}
@@ -172,6 +176,12 @@ func (o *owner) ensureLocked() error {
 		if err := unix.Mkdir(h.dir(base), 0o755); err != nil && err != unix.EEXIST {
 			return fmt.Errorf("cgroup %s (below the hierarchy's root, where this process runs) is not writable by uid %d: %w", h.dir(base), os.Geteuid(), err)
 		}
+	} else {
+		var asks bool
+		if h, asks, err = o.delegateLocked(h, dry); err != nil || asks {
+			return err // asks: a start would ask for a scope, and make its directory there
+		}
+		base = h.own
 	}
 	me, err := procid.Self()
 	if err != nil {
@@ -278,13 +288,25 @@ func probeClone3() error {
 	return fmt.Errorf("clone3 is unavailable (CLONE_INTO_CGROUP needs it): %w", os.NewSyscallError("clone3", e))
 }
 
+func ownerDir() string {
+	if kind, _, _ := containment(); kind != KindCgroup {
+		return ""
+	}
+	self.mu.Lock()
+	defer self.mu.Unlock()
+	return self.rel
+}
+
 func containment() (Kind, string, error) {
 	o := &self
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	fresh := !o.made
-	if err := o.ensureLocked(); err != nil {
+	if err := o.ensureDryLocked(true); err != nil {
 		return KindGroup, "", err
+	}
+	if !o.made { // a start asks the user manager for a delegated scope first (see delegateLocked)
+		return KindCgroup, "custody-<pid>-<start>.scope (a transient systemd scope, Delegate=yes, asked for at the first start)", nil
 	}
 	if fresh && o.live == 0 { // made only to prove it can be: leave nothing behind
 		unix.Rmdir(o.h.dir(o.rel))

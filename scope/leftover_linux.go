@@ -70,10 +70,16 @@ func deadOwner(m []string) (procid.ID, bool) {
 }
 
 func removeDeadOwner(ctx context.Context, rel string) error {
-	dir := filepath.Dir(rel)
-	m := ownerDirName.FindStringSubmatch(filepath.Base(dir))
-	if m == nil || !scopeName.MatchString(filepath.Base(rel)) {
+	if !scopeName.MatchString(filepath.Base(rel)) {
 		return fmt.Errorf("scope: remove the owner of %s: not a scope in an owner's directory", rel)
+	}
+	return removeDeadOwnerDir(ctx, filepath.Dir(rel))
+}
+
+func removeDeadOwnerDir(ctx context.Context, dir string) error {
+	m := ownerDirName.FindStringSubmatch(filepath.Base(dir))
+	if m == nil {
+		return fmt.Errorf("scope: remove %s: not an owner's directory", dir)
 	}
 	// An owner of another PID namespace: its PID means nothing here.
 	if ns, err := pidNamespace(); err != nil || m[1] != strconv.FormatUint(ns, 10) {

@@ -458,6 +458,16 @@ func RemoveLeftover(l Leftover) error { return removeLeftover(l) }
 // background) is known to no one else, and would wait for a reap.
 func RemoveDeadOwner(ctx context.Context, rel string) error { return removeDeadOwner(ctx, rel) }
 
+// RemoveDeadOwnerDir is [RemoveDeadOwner] for the owner directory dir itself (as [OwnerDir]
+// names it), which may hold no scope yet: an owner makes it before its first child's cgroup, and
+// one killed in between leaves it empty, with nothing covered that would lead its supervisor there.
+func RemoveDeadOwnerDir(ctx context.Context, dir string) error { return removeDeadOwnerDir(ctx, dir) }
+
+// OwnerDir returns the hierarchy path of the directory this process's cgroup scopes go in
+// (custody-<ns>-<pid>-<start>, see [Containment]), whether it exists now or not, or "" when its
+// children get no cgroups. An owner names it to its supervisor, which outlives it and removes it.
+func OwnerDir() string { return ownerDir() }
+
 // ReleaseOwnerDir removes this process's directory of cgroup scopes when no scope it made is
 // left (the next cgroup scope makes it again), and does nothing otherwise, or where there are no
 // cgroups. An owner whose supervisor is released as idle calls it: from then until its next

@@ -229,3 +229,9 @@ func removeLeftover(Leftover) error {
 func removeDeadOwner(context.Context, string) error {
 	return fmt.Errorf("scope: cgroups on windows: %w", errors.ErrUnsupported)
 }
+
+func removeDeadOwnerDir(context.Context, string) error {
+	return fmt.Errorf("scope: cgroups on windows: %w", errors.ErrUnsupported)
+}
+
+func ownerDir() string { return "" }

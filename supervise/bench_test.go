@@ -188,9 +188,22 @@ func BenchmarkSupervisorStart(b *testing.B) {
 	}
 }
 
-// BenchmarkSupervisorRSS reports the supervisor's resident set (VmRSS) while it covers 20 groups.
+// BenchmarkSupervisorRSS reports the supervisor's memory while it covers 20 groups: its resident
+// set (VmRSS, rss-KiB) and, apart, what of it is the supervisor's own. anon-KiB is its anonymous
+// pages (smaps_rollup's Anonymous: heap, stacks, the runtime's structures, none shared with
+// another process once exec'd), the memory it costs the machine; file-KiB is the rest of the
+// resident set, the pages of its executable and libraries, which the page cache shares with the
+// owner and every other custody process running the same file. program=test is this test binary
+// re-executed; program=custody is the custody binary (`custody supervise`, which `custody run`
+// and every owner built on it start).
 func BenchmarkSupervisorRSS(b *testing.B) {
-	c := &supervise.Client{}
+	custody := buildTestdata(b, "../cmd/custody")
+	b.Run("program=test", func(b *testing.B) { benchSupervisorRSS(b, nil) })
+	b.Run("program=custody", func(b *testing.B) { benchSupervisorRSS(b, []string{custody, "supervise"}) })
+}
+
+func benchSupervisorRSS(b *testing.B, command []string) {
+	c := &supervise.Client{Command: command}
 	defer c.Close()
 	life := newLifeline(b)
 	var ids []procid.ID
@@ -212,14 +225,19 @@ func BenchmarkSupervisorRSS(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	kib := 0
+	var kib, anon int
 	for range b.N {
 		var err error
 		if kib, err = rss(c.PID()); err != nil {
 			requireCapability(b, "/proc/PID/status", err)
 		}
+		if anon, err = anonymous(c.PID()); err != nil {
+			requireCapability(b, "/proc/PID/smaps_rollup", err)
+		}
 	}
 	b.ReportMetric(float64(kib), "rss-KiB")
+	b.ReportMetric(float64(anon), "anon-KiB")
+	b.ReportMetric(float64(kib-anon), "file-KiB")
 	for _, id := range ids {
 		if err := c.Unregister(id.PID); err != nil {
 			b.Fatal(err)

@@ -3,6 +3,7 @@
 package supervise
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/custody-dev/custody/internal/localsock"
+	"github.com/custody-dev/custody/scope"
 )
 
 // readyFD is the supervisor's descriptor for the readiness pipe: the first of ExtraFiles.
@@ -81,6 +82,7 @@ func (c *Client) spawn() (p *proc, err error) {
 	if err := awaitReady(ready, c.startTimeout()); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
+		removeNestDir(c.nestDir) // the killed supervisor may have made it
 		if len(c.Command) == 0 {
 			err = fmt.Errorf("%w (does main call custody.Init first?)", err)
 		}
@@ -115,6 +117,9 @@ func (c *Client) command() (*exec.Cmd, error) {
 	if path := c.nestPathLocked(); path != "" {
 		env = append(env, EnvNestSocket+"="+path)
 	}
+	if dir := scope.OwnerDir(); dir != "" {
+		env = append(env, EnvOwnerCgroup+"="+dir)
+	}
 	if len(c.Command) > 0 {
 		path, err := exec.LookPath(c.Command[0])
 		if err == nil {
@@ -137,7 +142,11 @@ func (c *Client) command() (*exec.Cmd, error) {
 	// One P: the supervisor runs one goroutine, and every P costs memory (its mcache) and may
 	// cost a thread. Set in the environment, it applies before the runtime allocates them.
 	env = append(env, EnvSupervisor+"=1", EnvOwnerPGID+"="+pgid, EnvGrace+"="+grace, "GOMAXPROCS=1")
-	return &exec.Cmd{Path: path, Args: []string{path}, Env: env}, nil
+	// The arguments are for ps alone (Init reads the environment): they say what the process is
+	// and whose, in the form `custody supervise` takes, so that a supervisor is told apart from
+	// its owner, which runs the same binary. A Hermes supervisor (Command) is started as it is.
+	args := []string{path, "supervise", "--owner-pid", strconv.Itoa(os.Getpid()), "--owner-pgid", pgid, "--grace", grace}
+	return &exec.Cmd{Path: path, Args: args, Env: env}, nil
 }
 
 // executable returns the running binary's path. When the file is gone (the program was removed or
@@ -160,33 +169,37 @@ func executable() (string, error) {
 
 // environ is the owner's environment without the variables the client sets, which the owner may
 // have inherited and which must not leak into the supervisor's configuration. $EnvLog passes.
+// Grants go too (a value that starts with grantPrefix, whatever the variable): a supervisor has no
+// use for one, and a grant left in a process's environment is readable there (/proc/PID/environ)
+// by every process of the user for as long as that process lives.
 func environ() []string {
 	env := os.Environ()
 	return slices.DeleteFunc(env, func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket || k == EnvDeath
+		k, v, _ := strings.Cut(kv, "=")
+		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket ||
+			k == EnvDeath || k == EnvOwnerCgroup || strings.HasPrefix(v, grantPrefix)
 	})
 }
 
+// grantPrefix starts every grant string (custody's grant.go).
+const grantPrefix = "custody-grant-v1:"
+
 // nestPathLocked returns the path of the nest socket for the next supervisor (see [EnvNestSocket]),
-// in a directory of mode 0700 the client makes once, or "" when none can be made (nested owners
-// then cannot register, and say so). A socket a killed supervisor left is removed first: the
-// directory is the client's, and only its supervisors listen there.
+// in a directory of a fresh random name the supervisor makes (mode 0700) and removes as it
+// exits, or "" when nested owners have no use for one: where this process's children get cgroups,
+// a nested owner makes its scopes below its own cgroup and dials no nest (custody's stampOuter
+// names none to a cgroup child). The directory is the supervisor's, not the client's: made by the
+// process that outlives the owner, it never outlives both. A lost supervisor's replacement
+// listens in the same directory, whose path the children already hold.
 func (c *Client) nestPathLocked() string {
-	if c.nestDir != "" && !ownPrivateDir(c.nestDir) {
-		c.nestDir = "" // a supervisor that exited removed it; a fresh one is made
+	if kind, _, _ := scope.Containment(); kind == scope.KindCgroup {
+		c.nestDir = ""
+		return ""
 	}
 	if c.nestDir == "" {
-		dir, err := localsock.MkdirPrivate("", "custody-nest-")
-		if err != nil {
-			c.logger().Warn("supervise: nest socket directory", "err", err)
-			return ""
-		}
-		c.nestDir = dir
+		c.nestDir = filepath.Join(os.TempDir(), "custody-nest-"+rand.Text())
 	}
-	path := filepath.Join(c.nestDir, "s")
-	os.Remove(path)
-	return path
+	return filepath.Join(c.nestDir, "s")
 }
 
 // NestSocket returns the nest socket of the running supervisor, the value for a child's

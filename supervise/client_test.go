@@ -17,6 +17,7 @@ import (
 
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/procid"
+	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/supervise"
 )
 
@@ -375,6 +376,7 @@ func TestClientRefuses(t *testing.T) {
 // The released supervisor is held stopped (SIGSTOP, by the PID of the client's own child, not yet
 // reaped) until the next one runs, started by a registration.
 func TestNestSocketAfterIdleRelease(t *testing.T) {
+	t.Setenv(scope.EnvContainment, "process-group") // the nest serves the process-group path only
 	c := &supervise.Client{Grace: time.Second, IdleGrace: 10 * time.Millisecond}
 	t.Cleanup(func() { c.Close() })
 	if err := c.Start(); err != nil {

@@ -17,7 +17,8 @@
 //
 // The wire protocol (ASCII lines of at most [MaxLine] bytes counting the newline):
 //
-//	register <pgid>                  cover a group (legacy form, as in the Hermes supervisor)
+//	register <pgid>                  cover a group (legacy form, as in the Hermes supervisor;
+//	                                 refused for a group whose identity form was refused as stale)
 //	register <pid> <pgid> <start>    cover it, bound to its leader's start (ticks, or "unknown")
 //	unregister <pgid>                stop covering it
 //	cgroup <path>                    cover a cgroup scope custody made (Linux; custody's own line)

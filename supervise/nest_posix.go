@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -61,12 +62,29 @@ func listenNest(path string, log *slog.Logger) *net.UnixListener {
 	if path == "" {
 		return nil
 	}
+	if err := makeNestDir(filepath.Dir(path)); err != nil {
+		log.Warn("supervise: nest socket", "err", err)
+		return nil
+	}
+	os.Remove(path) // a lost supervisor's, killed before it could remove it
 	ln, err := listen(path)
 	if err != nil {
 		log.Warn("supervise: nest socket", "err", err)
 		return nil
 	}
 	return ln
+}
+
+// makeNestDir makes the nest socket's directory, mode 0700, or accepts it when it exists already
+// as this user's with that mode: a lost supervisor's, in which its replacement listens. A name
+// taken by anyone else (the temporary directory is everyone's) is refused: another user's
+// directory could hold a socket that impersonates the supervisor.
+func makeNestDir(dir string) error {
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrExist) && ownPrivateDir(dir) {
+		return nil
+	}
+	return err
 }
 
 // closeNest removes the socket and then the client's directory, once empty.
@@ -308,8 +326,33 @@ func acceptNested(ln *net.UnixListener, reqs chan<- nestRequest, done <-chan str
 	}
 }
 
+// pacedReader reads a nested owner's connection for lr. A connection's first line, and the rest
+// of any line begun, must arrive within NestTimeout; between lines a connection may stay idle as
+// long as its owner lives (a nested owner keeps one open for its next registration). Without the
+// bound a connection that sends nothing, or half a line, would hold one of the maxConns slots,
+// and the peer waiting for an answer would wait its own timeout to learn nothing.
+type pacedReader struct {
+	c    *net.UnixConn
+	lr   *lineReader
+	read bool // a line was read already
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	var deadline time.Time // none: idle between lines
+	if !p.read || p.lr.pending() {
+		deadline = time.Now().Add(NestTimeout)
+	}
+	p.c.SetReadDeadline(deadline)
+	n, err := p.c.Read(b)
+	if n > 0 {
+		p.read = true
+	}
+	return n, err
+}
+
 // serveNestConn reads a nested owner's lines and answers each with ok or refused; a line that is
-// no register or unregister command is refused too.
+// no register or unregister command is refused too, and so are a line too long (at its newline)
+// and a line not ended within NestTimeout (then the connection is closed; see pacedReader).
 func serveNestConn(c *net.UnixConn, id uint64, reqs chan<- nestRequest, done <-chan struct{}, log *slog.Logger) {
 	defer c.Close()
 	peer, err := localsock.PeerCred(c)
@@ -317,17 +360,18 @@ func serveNestConn(c *net.UnixConn, id uint64, reqs chan<- nestRequest, done <-c
 		log.Warn("supervise: refused nested connection", "err", err, "reason", "no peer credentials")
 		return
 	}
-	lr := &lineReader{r: c}
+	lr := &lineReader{}
+	lr.r = &pacedReader{c: c, lr: lr}
 	for {
 		line, err := lr.next()
-		if err == errLong {
-			continue
+		if errors.Is(err, os.ErrDeadlineExceeded) && lr.pending() {
+			c.Write([]byte("refused\n")) // a line begun and not ended: never acted on
 		}
-		if err != nil {
+		if err != nil && err != errLong {
 			return
 		}
 		cmd, ok := parseLine(line)
-		if ok && (cmd.verb == verbRegister || cmd.verb == verbUnregister) {
+		if err == nil && ok && (cmd.verb == verbRegister || cmd.verb == verbUnregister) {
 			r := nestRequest{cmd: cmd, conn: id, peer: peer.PID, uid: peer.UID, reply: make(chan bool, 1)}
 			select {
 			case reqs <- r:

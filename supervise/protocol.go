@@ -73,6 +73,9 @@ func (lr *lineReader) scan() (line []byte, err error, ok bool) {
 	return bytes.TrimSuffix(lr.line[:n], []byte{'\r'}), nil, true
 }
 
+// pending reports whether part of a line was read and its newline has not come yet.
+func (lr *lineReader) pending() bool { return lr.n > 0 || lr.long || lr.start < lr.end }
+
 // take appends b to the current line, or marks the line over-long once it cannot end within
 // MaxLine bytes.
 func (lr *lineReader) take(b []byte) {
@@ -105,6 +108,8 @@ type command struct {
 	known bool   // start was given (not "unknown", not the legacy form)
 	id    uint64 // the leader's pidfs id, 0 when not given
 	path  string // the cgroup, a hierarchy path (cgroup lines)
+	// legacy: the one-field "register <pgid>", which binds whatever group has the id now
+	legacy bool
 }
 
 // parseLine parses a protocol line; ok is false for anything that is not a well-formed command.
@@ -116,7 +121,7 @@ func parseLine(line []byte) (cmd command, ok bool) {
 	switch {
 	case n == 2 && string(f[0]) == "register":
 		pgid, ok := parseID(f[1])
-		return command{verb: verbRegister, pid: pgid, pgid: pgid}, ok
+		return command{verb: verbRegister, pid: pgid, pgid: pgid, legacy: true}, ok
 	case (n == 4 || n == 5) && string(f[0]) == "register":
 		pid, ok1 := parseID(f[1])
 		pgid, ok2 := parseID(f[2])

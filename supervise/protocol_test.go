@@ -14,15 +14,15 @@ func TestParseLine(t *testing.T) {
 		want command
 		ok   bool
 	}{
-		{"register 42", command{verb: verbRegister, pid: 42, pgid: 42}, true},
+		{"register 42", command{verb: verbRegister, pid: 42, pgid: 42, legacy: true}, true},
 		{"register 42 42 123456", command{verb: verbRegister, pid: 42, pgid: 42, start: 123456, known: true}, true},
 		{"register 42 42 unknown", command{verb: verbRegister, pid: 42, pgid: 42}, true},
 		{"register 41 42 7", command{verb: verbRegister, pid: 41, pgid: 42, start: 7, known: true}, true}, // refused by the server
 		{"unregister 42", command{verb: verbUnregister, pid: 42, pgid: 42}, true},
-		{"  register\t42  ", command{verb: verbRegister, pid: 42, pgid: 42}, true},
-		{"register -1", command{verb: verbRegister, pid: -1, pgid: -1}, true}, // refused by value
-		{"register 0", command{verb: verbRegister}, true},
-		{"register 2147483647", command{verb: verbRegister, pid: 1<<31 - 1, pgid: 1<<31 - 1}, true},
+		{"  register\t42  ", command{verb: verbRegister, pid: 42, pgid: 42, legacy: true}, true},
+		{"register -1", command{verb: verbRegister, pid: -1, pgid: -1, legacy: true}, true}, // refused by value
+		{"register 0", command{verb: verbRegister, legacy: true}, true},
+		{"register 2147483647", command{verb: verbRegister, pid: 1<<31 - 1, pgid: 1<<31 - 1, legacy: true}, true},
 		{"register 42 42 18446744073709551615", command{verb: verbRegister, pid: 42, pgid: 42, start: 1<<64 - 1, known: true}, true},
 		{"", command{}, false},
 		{"register", command{}, false},

@@ -26,6 +26,8 @@ const (
 	// the owner, and the offset of the word in it that the kernel marks when the owner begins to
 	// die, before its pipe's end can be read (see the package doc).
 	EnvDeath = "CUSTODY_SUPERVISOR_DEATH"
+	// EnvOwnerCgroup is [Config.OwnerCgroup] for [Init].
+	EnvOwnerCgroup = "CUSTODY_SUPERVISOR_OWNER_CGROUP"
 	// EnvLog sets the level of the supervisor's log on standard error: debug, info, warn (the
 	// default) or error.
 	EnvLog = "CUSTODY_SUPERVISOR_LOG"
@@ -91,6 +93,7 @@ func configFromEnv() (Config, error) {
 		}
 		cfg.Grace = d
 	}
+	cfg.OwnerCgroup = os.Getenv(EnvOwnerCgroup)
 	return cfg, nil
 }
 

@@ -21,6 +21,11 @@ type Config struct {
 	// Grace is how long groups have, after SIGTERM, to exit before SIGKILL. 0 means
 	// [stop.DefaultGrace], the default of every stop.
 	Grace time.Duration
+	// OwnerCgroup is the owner's directory of cgroup scopes (a hierarchy path, see
+	// scope.OwnerDir), or "": at the owner's death the supervisor removes what is left of it
+	// once empty, even when no cgroup it was told of lay there (an owner killed between making
+	// the directory and covering its first scope).
+	OwnerCgroup string
 	// Logger receives refusals (warn), identity losses and signal failures (warn), and ignored
 	// lines (debug). Nil discards.
 	Logger *slog.Logger

@@ -26,7 +26,7 @@ func (s *server) coverCgroup(path string) {
 	// Its owner directory is remembered even when the cgroup is gone by the time the line is
 	// read (a child that ended and was released before a busy supervisor got to its line): the
 	// directory is still there, to be removed at the owner's death (removeDeadOwners).
-	s.owners[filepath.Dir(path)] = path
+	s.owners[filepath.Dir(path)] = true
 	sc, err := scope.OpenCgroup(path)
 	switch {
 	case errors.Is(err, procid.ErrGone): // released and removed before the line was read
@@ -135,9 +135,9 @@ func (s *server) removeDeadOwners() {
 	if !s.died {
 		cancel()
 	}
-	for _, path := range s.owners {
-		if err := scope.RemoveDeadOwner(ctx, path); err != nil {
-			s.log.Debug("supervise: remove the dead owner's cgroups", "cgroup", filepath.Dir(path), "err", err)
+	for dir := range s.owners {
+		if err := scope.RemoveDeadOwnerDir(ctx, dir); err != nil {
+			s.log.Debug("supervise: remove the dead owner's cgroups", "cgroup", dir, "err", err)
 		}
 	}
 }

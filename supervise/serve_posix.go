@@ -21,9 +21,14 @@ type server struct {
 	self    int                     // the supervisor's own process group
 	covered map[int]*scope.Scope    // covered process groups, each bound at its registration
 	cgroups map[string]*scope.Scope // covered cgroups, each held open since its registration
-	// owners holds every owner directory a covered cgroup lay in, with one of its scopes, kept
-	// after the cgroup is uncovered: at the owner's death what is left of each is removed.
-	owners map[string]string
+	// owners holds every owner directory a covered cgroup lay in, and the owner's own
+	// (Config.OwnerCgroup), kept after the cgroup is uncovered: at the owner's death what is left
+	// of each is removed.
+	owners map[string]bool
+	// stale holds the groups whose identity form was refused (see markStale), staleOrder the
+	// order they came in; a legacy registration of one is refused too.
+	stale      map[int]bool
+	staleOrder []int
 	// stopping is set once the covered scopes were sent SIGTERM, at the owner's death: a scope
 	// covered later (a line a dying thread was still writing) is sent it on arrival. deadline is
 	// when the survivors get SIGKILL.
@@ -91,8 +96,12 @@ func (s *server) ownerInput(line []byte, err error, handle func([]byte)) (done b
 func ends(err error) bool { return err != nil && err != errLong && err != errDying }
 
 func newServer(cfg Config) *server {
-	return &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]*scope.Scope), cgroups: make(map[string]*scope.Scope),
-		owners: make(map[string]string)}
+	s := &server{cfg: cfg, log: cfg.Logger, self: unix.Getpgrp(), covered: make(map[int]*scope.Scope), cgroups: make(map[string]*scope.Scope),
+		owners: make(map[string]bool), stale: make(map[int]bool)}
+	if cfg.OwnerCgroup != "" {
+		s.owners[cfg.OwnerCgroup] = true
+	}
+	return s
 }
 
 func (s *server) handle(line []byte) {
@@ -149,6 +158,12 @@ func (s *server) refuse(pgid int) string {
 // group with neither a leader nor members is already gone and is not recorded: recording it
 // would let a later group with the same id, a stranger, match.
 func (s *server) register(cmd command) {
+	if cmd.legacy && s.stale[cmd.pgid] {
+		// The Hermes supervisor's rule: a group whose identity was refused is not covered on
+		// the legacy form's weaker word, which would bind whatever group has that id now.
+		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", "its identity was refused; the legacy form does not override that")
+		return
+	}
 	if cmd.pid != cmd.pgid {
 		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "pid", cmd.pid, "reason", "pid is not the group's leader")
 		return
@@ -158,6 +173,9 @@ func (s *server) register(cmd command) {
 		leader.Start = cmd.start
 	}
 	g, err := scope.BindGroup(cmd.pgid, leader)
+	if !cmd.legacy {
+		s.markStale(cmd.pgid, err != nil && (errors.Is(err, procid.ErrReused) || errors.Is(err, procid.ErrGone)))
+	}
 	switch {
 	case err == nil:
 		s.cover(cmd.pgid, g)
@@ -169,6 +187,31 @@ func (s *server) register(cmd command) {
 	default:
 		s.log.Warn("supervise: refused target", "pgid", cmd.pgid, "reason", err)
 	}
+}
+
+// maxStale bounds the groups remembered as refused: memory stays bounded whatever the owner
+// writes. Past it, the oldest is forgotten first.
+const maxStale = 1024
+
+// markStale remembers (or, once an identity form is accepted, forgets) that the identity of
+// group pgid was refused as stale: its leader gone, or its PID another process's.
+func (s *server) markStale(pgid int, stale bool) {
+	if !stale {
+		delete(s.stale, pgid)
+		return
+	}
+	if s.stale[pgid] {
+		return
+	}
+	if s.stale == nil {
+		s.stale = make(map[int]bool)
+	}
+	if len(s.staleOrder) >= maxStale {
+		delete(s.stale, s.staleOrder[0])
+		s.staleOrder = s.staleOrder[1:]
+	}
+	s.stale[pgid] = true
+	s.staleOrder = append(s.staleOrder, pgid)
 }
 
 // cover records a group, replacing (and releasing) what a previous registration of it held. A

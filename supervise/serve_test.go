@@ -306,3 +306,20 @@ func TestServeCancel(t *testing.T) {
 		t.Fatalf("a cancelled Serve signalled group %d", g.pgid())
 	}
 }
+
+// TestServeNoLegacyDowngrade: a group whose identity form was refused as stale (another start)
+// is not then covered by the legacy "register <pgid>", as the Hermes supervisor never covers it;
+// a group whose identity form is accepted afterwards is covered again.
+func TestServeNoLegacyDowngrade(t *testing.T) {
+	life := newLifeline(t)
+	g, again := startGroup(t, life), startGroup(t, life)
+	sup := startSupervisor(t, 0, 5*time.Second)
+	feed(t, sup, fmt.Sprintf("register %d %d %d\nregister %d\nregister %d %d %d\nregister %d %d %d\nregister %d\n",
+		g.pgid(), g.pgid(), g.leader().Start+1, g.pgid(),
+		again.pgid(), again.pgid(), again.leader().Start+1, again.pgid(), again.pgid(), again.leader().Start, again.pgid()))
+	exitsCleanly(t, sup, 10*time.Second)
+	testproc.WaitFor(t, 5*time.Second, func() error { return allGone(again.leader()) })
+	if !alive(g.leader()) {
+		t.Errorf("group %d, refused in the identity form, was covered by the legacy form and signalled", g.pgid())
+	}
+}

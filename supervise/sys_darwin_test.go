@@ -44,6 +44,9 @@ func kinfo(id procid.ID) (*unix.KinfoProc, bool) {
 // rss is not read on macOS (no /proc); the benchmark that needs it skips.
 func rss(pid int) (int, error) { return 0, errors.ErrUnsupported }
 
+// anonymous is not read on macOS either.
+func anonymous(pid int) (int, error) { return 0, errors.ErrUnsupported }
+
 // peakRSS is not read on macOS either.
 func peakRSS(pid int) (int, error) { return 0, errors.ErrUnsupported }
 

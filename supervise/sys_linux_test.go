@@ -86,6 +86,16 @@ func stat(pid int) (state byte, start uint64, ok bool) {
 // rss returns a process's resident set size in KiB (VmRSS).
 func rss(pid int) (int, error) { return statusKiB(pid, "VmRSS:") }
 
+// anonymous returns a process's anonymous resident pages in KiB (Anonymous in
+// /proc/PID/smaps_rollup, Linux 4.14+): its private memory, without the file pages it shares.
+func anonymous(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0, err
+	}
+	return fieldKiB(b, "Anonymous:")
+}
+
 // peakRSS returns a process's peak resident set size in KiB (VmHWM).
 func peakRSS(pid int) (int, error) { return statusKiB(pid, "VmHWM:") }
 
@@ -94,12 +104,17 @@ func statusKiB(pid int, key string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return fieldKiB(b, key)
+}
+
+// fieldKiB returns the value of the "key  N kB" line of a /proc file's text b.
+func fieldKiB(b []byte, key string) (int, error) {
 	for line := range bytes.Lines(b) {
 		if v, ok := bytes.CutPrefix(line, []byte(key)); ok {
 			return strconv.Atoi(string(bytes.TrimSuffix(bytes.TrimSpace(v), []byte(" kB"))))
 		}
 	}
-	return 0, errors.New("no " + key + " in /proc/PID/status")
+	return 0, errors.New("no " + key + " in the /proc file")
 }
 
 // watcher observes the exit of many processes at once through pidfds: precise to the

@@ -127,7 +127,13 @@ func runAdopt(ctx context.Context, o *adoptOptions) error {
 	if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
 		fmt.Fprintf(o.stderr, "custody: warning: adopt: what is left of the child's group: %s: %s\n", res.Outcome, res.Reason)
 	}
-	return statusError{adoptedStatus(child.Wait())}
+	code := adoptedStatus(child.Wait())
+	if code == exitUnknown {
+		// Silent, 5 would read as an answer about the child; it is the absence of one.
+		fmt.Fprintf(o.stderr, "custody: adopt: pid %d exited, by its own exit or a signal: the OS tells how to its parent alone, so custody exits %d\n",
+			child.ID.PID, exitUnknown)
+	}
+	return statusError{code}
 }
 
 // adoptedStatus maps an adopted child's end to adopt's exit status, as run does: the exit code,

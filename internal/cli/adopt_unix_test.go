@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -68,24 +69,9 @@ func TestRunGrantAdopt(t *testing.T) {
 	exe, _ := os.Executable()
 	giverCmd := testproc.Helper(t, "custody", "--ledger", led, "run", "--grace", "1s", "--grant-env", "HANDOFF", "--",
 		"env", testproc.Env("grantee"), exe, "HANDOFF", granted, life)
-	// A file, not a buffer: the child inherits custody run's stderr and outlives it, so a pipe
-	// would keep Wait copying until the child's end.
-	giverErr, err := os.Create(filepath.Join(dir, "giver-stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer giverErr.Close()
-	giverCmd.Stderr = giverErr
+	giverErr := stderrFile(t, giverCmd, dir)
 	giver := testproc.Start(t, giverCmd)
-	var got []string
-	testproc.WaitFor(t, 30*time.Second, func() error {
-		b, err := os.ReadFile(granted)
-		got = strings.Fields(string(b))
-		return err
-	})
-	if len(got) != 2 {
-		t.Fatalf("the child's grant file: %q", got)
-	}
+	got := awaitFields(t, granted, 2)
 	child := incarnationOf(t, got[0])
 	receiver := testproc.Start(t, testproc.Helper(t, "custody", "--ledger", led, "adopt", "--grace", "1s", got[1]))
 	if err := giver.Wait(); err != nil {
@@ -154,6 +140,37 @@ func TestAdoptBadInput(t *testing.T) {
 	if _, err := os.Stat(led); !os.IsNotExist(err) {
 		t.Errorf("bad input created the ledger: %v", err)
 	}
+}
+
+// stderrFile sends cmd's stderr to a file in dir, and returns the file. A file, not a buffer: a
+// child inherits custody run's stderr and outlives it, so a pipe would keep Wait copying until the
+// child's end.
+func stderrFile(t *testing.T, cmd *exec.Cmd, dir string) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "stderr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	cmd.Stderr = f
+	return f
+}
+
+// awaitFields waits for a helper to write the file path (by rename, whole) and returns its
+// space-separated fields, at most n (the last holds the rest).
+func awaitFields(t *testing.T, path string, n int) []string {
+	t.Helper()
+	var b []byte
+	testproc.WaitFor(t, 30*time.Second, func() error {
+		var err error
+		b, err = os.ReadFile(path)
+		return err
+	})
+	f := strings.SplitN(strings.TrimRight(string(b), "\n"), " ", n)
+	if len(f) != n {
+		t.Fatalf("%s: %q, want %d fields", path, b, n)
+	}
+	return f
 }
 
 // exitInfo reports whether the kernel tells a pidfd's holder how its process ended (Linux 6.15+).

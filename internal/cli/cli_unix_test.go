@@ -156,17 +156,28 @@ func TestPsSanitises(t *testing.T) {
 	}
 }
 
-// TestPsCorrupt: ps on a corrupt ledger says so on stderr and moves the bytes aside.
+// TestPsCorrupt: ps on a corrupt ledger says so in one line and exits 1, and moves nothing (a
+// listing changes nothing); the next write moves the bytes aside.
 func TestPsCorrupt(t *testing.T) {
 	led := ledgerPath(t)
 	os.MkdirAll(filepath.Dir(led), 0o700)
 	os.WriteFile(led, []byte("{garbage"), 0o600)
-	r := runCLI(t, "--ledger", led, "ps")
-	if r.code != 0 || !strings.Contains(r.stderr, "corrupt") || !strings.Contains(r.stderr, led+".corrupt") {
-		t.Errorf("ps on a corrupt ledger: %+v", r)
+	for _, args := range [][]string{{"ps"}, {"ps", "--json"}} {
+		r := runCLI(t, append([]string{"--ledger", led}, args...)...)
+		checkOneLineError(t, strings.Join(args, " ")+" on a corrupt ledger", r, 1)
+		if !strings.Contains(r.stderr, "corrupt") {
+			t.Errorf("%v on a corrupt ledger: stderr %q does not say so", args, r.stderr)
+		}
+		if b, _ := os.ReadFile(led); string(b) != "{garbage" {
+			t.Fatalf("%v changed the corrupt ledger: %q", args, b)
+		}
+		if _, err := os.Stat(led + ".corrupt"); err == nil {
+			t.Fatalf("%v quarantined the corrupt ledger", args)
+		}
 	}
+	runCLI(t, "--ledger", led, "reap") // a writer: it moves the file aside (and fails, see TestReapCorrupt)
 	if b, _ := os.ReadFile(led + ".corrupt"); string(b) != "{garbage" {
-		t.Errorf(".corrupt holds %q", b)
+		t.Errorf("after a write, .corrupt holds %q", b)
 	}
 	if r := runCLI(t, "--ledger", led, "doctor"); r.code != 0 || !strings.Contains(r.stdout, ".corrupt") {
 		t.Errorf("doctor after quarantine: %+v", r)

@@ -28,6 +28,15 @@ cgroup of their own, a process group, or a job) and why, and the ledger's health
 missing feature is information: custody falls back (see each line). Doctor changes nothing, not
 even a corrupt ledger.
 
+On Linux the systemd line says whether custody asks a systemd user manager (on the session bus:
+$DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus) for a transient unit with Delegate=yes, and
+why: systemd-scope where your cgroup is yours but not writable or an undelegated unit's (a start
+moves the owner into a new scope and makes its cgroups there); systemd-service where your cgroup
+is root's, as an SSH session's is (custody run starts its child through custody agent in a new
+service; other owners get process groups there); "not needed" where your own cgroup will do;
+"not used" where no user manager answers. Doctor only asks whether the manager answers; it starts
+no unit.
+
 The ledger is trusted when it and its lock are regular files (no symbolic links, no FIFOs) owned
 by you or root and writable by nobody else, in a directory owned by you or root that nobody else
 may write, below directories nobody else may write (unless sticky, as /tmp). Every other verb

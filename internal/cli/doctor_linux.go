@@ -9,7 +9,7 @@ import (
 // features probes each kernel facility custody uses, for real: only those, so that every line
 // says something about what custody will do here.
 func features() []check {
-	return []check{pidfdCheck(), pidfsCheck(), groupSignalCheck(), containmentCheck(), bootCheck()}
+	return []check{pidfdCheck(), pidfsCheck(), groupSignalCheck(), containmentCheck(), systemdCheck(), bootCheck()}
 }
 
 func groupSignalCheck() check {

@@ -11,7 +11,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -49,11 +48,12 @@ spawner is another listed process is shown under it, indented: the children of a
 is not listed (a nested owner started by a listed shell) sits under the row whose cgroup holds
 its own.
 
-A corrupt ledger is moved aside to <ledger>.corrupt and said so on stderr; the list is then empty.
+A corrupt ledger is reported on stderr and listed as nothing, with exit 1: ps changes nothing,
+and the file stays where it is until the next write moves it aside to <ledger>.corrupt.
 
 EXIT STATUS
   0   the rows were listed
-  1   the ledger could not be read
+  1   the ledger could not be read, or is corrupt (nothing was listed or moved)
   2   bad flags or arguments`
 
 func newPs(g *globals) *cli.Command {
@@ -89,9 +89,9 @@ func runPs(ctx context.Context, o *psOptions) error {
 			entries = ledger.Judge(rows, q)
 		}
 	}
-	if ce, ok := errors.AsType[*ledger.CorruptError](err); ok {
-		fmt.Fprintf(o.stderr, "custody: warning: %v; listing no rows\n", ce)
-		err = nil
+	if _, ok := errors.AsType[*ledger.CorruptError](err); ok {
+		// A listing changes nothing: the file stays for the next write to move aside.
+		return fmt.Errorf("ps: %w; nothing listed, nothing moved (the next write moves it aside)", err)
 	}
 	if err != nil {
 		return err
@@ -171,19 +171,16 @@ func writeWithStates(b *bufio.Writer, raw []byte, foreign bool, state, spawner s
 }
 
 func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
-	bw := bufio.NewWriterSize(w, 64<<10) // tabwriter writes cell by cell: one syscall each
-	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	// One word per header, so that awk and cut see as many header fields as row fields.
-	fmt.Fprintln(tw, "PID\tSTATE\tAGE\tOWNER\tCALLER\tSPAWNER\tSPAWNER_STATE\tCONTAINMENT\tPURPOSE\tINSTALL\tARGV")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	rows := make([][]string, 0, 1+len(entries))
+	rows = append(rows, []string{"PID", "STATE", "AGE", "OWNER", "CALLER", "SPAWNER", "SPAWNER_STATE", "CONTAINMENT", "PURPOSE", "INSTALL", "ARGV"})
 	for _, n := range nest(entries) {
 		e := n.e
-		fmt.Fprintf(tw, "%s%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", n.depth), e.PID,
-			e.State, age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.CallerPID), pidOrDash(e.SpawnerPID), e.SpawnerState,
-			cell(containment(*e.Row)), cell(e.Purpose), cell(e.Install), argvCell(e.Argv))
+		rows = append(rows, []string{strings.Repeat("  ", n.depth) + strconv.Itoa(e.PID),
+			e.State.String(), age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.CallerPID), pidOrDash(e.SpawnerPID), e.SpawnerState,
+			cell(containment(*e.Row)), cell(e.Purpose), cell(e.Install), argvCell(e.Argv)})
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	writeColumns(bw, rows)
 	return bw.Flush()
 }
 

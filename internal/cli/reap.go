@@ -39,7 +39,11 @@ considers only one install's rows (the id 'custody ps' shows).
 On Linux with cgroup scopes, reap then looks for the cgroup directories of dead owners (named
 custody-<ns>-<pid>-<start>, where this user's owners make theirs): an empty one is removed (gone,
 owner-dead); one with processes left is kept (keep, populated), for they are stopped through their
-rows. Such a line shows "cgroup <path>" as its purpose and the dead owner's PID.
+rows. Such a line shows "cgroup <path>" as its purpose and the dead owner's PID. Only directories
+that a row considered names are decided so (a row's cgroup lies in it, or its owner or spawner
+is the directory's owner): the others belong to another session's ledger, or, with --install, to
+another install; they are listed apart after the table (in --json: keep, not-in-ledger) and left
+alone.
 
 A row is a claim, not a licence: its process must run as the ledger's owner (other-user), and is
 never init or a kernel thread (kernel-thread); the ledger must be trusted (owned by you or root,
@@ -107,7 +111,12 @@ func printDecisions(o *reapOptions, ds []reap.Decision) error {
 	bw := bufio.NewWriterSize(o.stdout, 64<<10) // tabwriter writes cell by cell: one syscall each
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPURPOSE\tACTION\tREASON\tOUTCOME")
+	var apart []reap.Decision
 	for _, d := range ds {
+		if d.Reason == reap.NotInLedger {
+			apart = append(apart, d)
+			continue
+		}
 		outcome := "-"
 		switch {
 		case d.Result != nil:
@@ -123,6 +132,13 @@ func printDecisions(o *reapOptions, ds []reap.Decision) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(apart) > 0 {
+		fmt.Fprintln(bw, "\nCgroup directories of dead owners that no row considered names, left alone (another")
+		fmt.Fprintln(bw, "session's ledger, or another install's, names them):")
+		for _, d := range apart {
+			fmt.Fprintf(bw, "  %s  (owner pid %d)\n", d.Cgroup, d.PID)
+		}
 	}
 	return bw.Flush()
 }

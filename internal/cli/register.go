@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/procid"
@@ -56,7 +57,7 @@ func newRegister(g *globals) *cli.Command {
 			&cli.StringFlag{Name: "pid", Destination: &o.pid, Usage: "the process to record (required)"},
 			&cli.IntFlag{Name: "port", Destination: &o.port, HideDefault: true,
 				Usage: "port the process serves on, if any"},
-			&cli.StringFlag{Name: "purpose", Value: "helper", Destination: &o.purpose,
+			&cli.StringFlag{Name: "purpose", Value: custody.DefaultPurpose, Destination: &o.purpose,
 				Usage: "what it is for: serve, gateway, mcp-helper, …"},
 		},
 		Action: func(ctx context.Context, _ *cli.Command) error { return runRegister(ctx, o) },

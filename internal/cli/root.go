@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"regexp"
@@ -49,6 +50,15 @@ func (g *globals) tagName() (string, error) {
 		}
 	}
 	return name, nil
+}
+
+// nonEmpty refuses an empty flag value: "--ledger ”" (an unset variable in a script, say) must
+// not silently mean the default, which is another file. urfave/cli names the flag in the error.
+func nonEmpty(v string) error {
+	if v == "" {
+		return errors.New("empty; leave the flag out for the default")
+	}
+	return nil
 }
 
 // allFlag is ps's and reap's --all, kept so that scripts written when they considered only this
@@ -133,9 +143,9 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "install-root", Destination: &g.installRoot,
 				Usage: "install root whose hash names this install (default: the executable's directory)"},
-			&cli.StringFlag{Name: "ledger", Destination: &g.ledger,
+			&cli.StringFlag{Name: "ledger", Destination: &g.ledger, Validator: nonEmpty,
 				Usage: "ledger file (default $CUSTODY_LEDGER, else the user's state directory)"},
-			&cli.StringFlag{Name: "tag-env", Destination: &g.tagEnv,
+			&cli.StringFlag{Name: "tag-env", Destination: &g.tagEnv, Validator: nonEmpty,
 				Usage: "name of the spawn tag variable (default $CUSTODY_TAG_ENV, else CUSTODY_SPAWN)"},
 			hermesHomeFlag(g),
 		},

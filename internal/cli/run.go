@@ -39,6 +39,10 @@ type runOptions struct {
 const runHelp = `Start CMD as an owned child in a scope of its own, stamp the spawn tag, record it in the
 ledger and cover it with the owner-death supervisor. On Linux the scope is a cgroup v2 the child is
 born into, wherever a writable cgroup2 subtree exists (as root, or in a cgroup delegated to you);
+otherwise, where a systemd user manager answers on the session bus, a cgroup in a transient unit
+with Delegate=yes that custody asks it for: a scope custody moves into, or, where custody's own
+cgroup is root's (an SSH session), a service running custody agent, which starts the child there
+and passes its stdio back (without the terminal's job control, and without --grant-env);
 otherwise, and on macOS, it is a process group ('custody doctor' says which, why, and how to get a
 cgroup), and custody says so once on stderr (--quiet silences it). --containment cgroup (or
 CUSTODY_CONTAINMENT=cgroup) refuses to start without a cgroup instead (exit status 1);
@@ -108,13 +112,13 @@ func newRun(g *globals) *cli.Command {
 		ArgValidator: needArgs("a command to run"),
 		Flags: []cli.Flag{
 			graceFlag(&o.grace, " for what is left"),
-			&cli.StringFlag{Name: "grant-env", Destination: &o.grantEnv,
+			&cli.StringFlag{Name: "grant-env", Destination: &o.grantEnv, Validator: nonEmpty,
 				Usage: "hand CMD a grant for itself in this environment variable (see custody adopt)"},
 			&cli.DurationFlag{Name: "grant-ttl", Value: custody.DefaultGrantTTL, Destination: &o.grantTTL,
 				Usage: "how long the grant is served"},
 			&cli.BoolFlag{Name: "keep", Destination: &o.keep, Usage: "never let reap stop it after a crash"},
 			ownerFlag(&o.owner),
-			&cli.StringFlag{Name: "purpose", Value: "run", Destination: &o.purpose,
+			&cli.StringFlag{Name: "purpose", Value: custody.DefaultPurpose, Destination: &o.purpose,
 				Usage: "what the child is for: serve, gateway, mcp-helper, …"},
 			&cli.StringFlag{Name: "containment", Destination: &o.contain,
 				Usage: "cgroup: refuse to start without one; process-group: never make one (default: $CUSTODY_CONTAINMENT, else the best there is)"},
@@ -176,6 +180,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 			return statusError{127}
 		}
 		return statusError{126}
+	}
+	if needsService() { // an SSH session's cgroup: only a systemd service can hold delegated cgroups
+		return runInService(ctx, o, path, served)
 	}
 	l, err := o.open()
 	if err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -64,6 +65,8 @@ func newSupervise(g *globals) *cli.Command {
 			&cli.IntFlag{Name: "owner-pgid", Aliases: []string{"parent-pgid"}, Value: os.Getppid(),
 				DefaultText: "the parent's PID", Destination: &o.ownerPGID,
 				Usage: "the owner's process group, never signalled"},
+			// What a supervisor started by a custody owner shows in ps; nothing else reads it.
+			&cli.IntFlag{Name: "owner-pid", Hidden: true, Usage: "the owner's PID, for ps; unused"},
 			&cli.StringFlag{Name: "socket-path", Destination: &o.socketPath,
 				Usage: "listen for v2 socket registrations there (a new Unix socket)"},
 		},
@@ -71,8 +74,8 @@ func newSupervise(g *globals) *cli.Command {
 			if err := o.positional(cmd); err != nil {
 				return err
 			}
-			if o.ownerPGID < 0 {
-				return usagef("supervise: --owner-pgid must be ≥ 0")
+			if o.ownerPGID < 0 || o.ownerPGID > math.MaxInt32 {
+				return usagef("supervise: --owner-pgid must be a process group (0 to %d)", math.MaxInt32)
 			}
 			if own := processGroup(); own > 0 && own == o.ownerPGID {
 				return usagef("supervise: started inside the owner's process group %d: start it in a session of its own (setsid)", own)
@@ -97,8 +100,8 @@ func (o *superviseOptions) positional(cmd *cli.Command) error {
 		return usagef("supervise: takes at most one argument, the owner's process group; got %d", cmd.NArg())
 	}
 	p, err := strconv.Atoi(cmd.Args().First())
-	if err != nil || p < 0 {
-		return usagef("supervise: owner process group %q is not a number ≥ 0", cmd.Args().First())
+	if err != nil || p < 0 || p > math.MaxInt32 { // pid_t is 32-bit: a larger number names no group
+		return usagef("supervise: owner process group %q is not a process group (0 to %d)", cmd.Args().First(), math.MaxInt32)
 	}
 	if cmd.IsSet("owner-pgid") && p != o.ownerPGID {
 		return usagef("supervise: owner process group given twice: %d and %d", o.ownerPGID, p)
@@ -108,7 +111,7 @@ func (o *superviseOptions) positional(cmd *cli.Command) error {
 }
 
 func runSupervise(o *superviseOptions) error {
-	cfg := supervise.Config{OwnerPGID: o.ownerPGID, Grace: o.grace}
+	cfg := supervise.Config{OwnerPGID: o.ownerPGID, Grace: o.grace, OwnerCgroup: os.Getenv(supervise.EnvOwnerCgroup)}
 	if o.socketPath == "" {
 		return supervise.Run(cfg)
 	}

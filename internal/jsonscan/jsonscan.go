@@ -12,19 +12,29 @@ var (
 
 	// ErrNotArray is returned by [Array] for a valid JSON document that is not an array.
 	ErrNotArray = errors.New("jsonscan: not a JSON array")
+
+	// ErrTooDeep is wrapped, beside [ErrSyntax], by the error for a document nested deeper than
+	// the limit: valid or not, it was not read to its end.
+	ErrTooDeep = errors.New("jsonscan: nested too deep")
 )
 
 // SyntaxError reports invalid JSON and where it was found. It wraps [ErrSyntax].
 type SyntaxError struct {
 	Offset int    // offset of the first byte that cannot start or continue valid JSON, or len(data)
 	Msg    string // what is wrong there, such as "invalid character 'x' in string literal"
+	deep   bool   // nested beyond the limit: it wraps ErrTooDeep too
 }
 
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("jsonscan: syntax error at offset %d: %s", e.Offset, e.Msg)
 }
 
-func (e *SyntaxError) Unwrap() error { return ErrSyntax }
+func (e *SyntaxError) Unwrap() []error {
+	if e.deep {
+		return []error{ErrSyntax, ErrTooDeep}
+	}
+	return []error{ErrSyntax}
+}
 
 // Array checks that data is exactly one valid JSON value, optionally surrounded by whitespace,
 // and that the value is an array. Unless fn is nil, it calls fn with each element of the array
@@ -35,12 +45,17 @@ func (e *SyntaxError) Unwrap() error { return ErrSyntax }
 //
 // The error is nil; a [*SyntaxError], which wraps [ErrSyntax]; [ErrNotArray] for a valid
 // document that is not an array; or the first error fn returns, as is, which ends the scan.
-func Array(data []byte, fn func(elem []byte) error) error {
+func Array(data []byte, fn func(elem []byte) error) error { return ArrayDepth(data, MaxDepth, fn) }
+
+// ArrayDepth is [Array] with another limit on nesting than [MaxDepth]: a document with more than
+// maxDepth arrays and objects open at once is refused with a [*SyntaxError] that wraps
+// [ErrTooDeep] too, whether or not it is valid JSON beyond that point.
+func ArrayDepth(data []byte, maxDepth int, fn func(elem []byte) error) error {
 	i := skipSpace(data, 0)
 	if i >= len(data) {
 		return errEOF(data)
 	}
-	end, err := scan(data, i, fn)
+	end, err := scan(data, i, maxDepth, fn)
 	if err != nil {
 		return err
 	}
@@ -62,6 +77,11 @@ func errAt(data []byte, i int, context string) error {
 		return errEOF(data)
 	}
 	return &SyntaxError{Offset: i, Msg: fmt.Sprintf("invalid character %q %s", data[i], context)}
+}
+
+//go:noinline
+func errDeep(i, maxDepth int) error {
+	return &SyntaxError{Offset: i, Msg: fmt.Sprintf("nested deeper than %d levels", maxDepth), deep: true}
 }
 
 //go:noinline

@@ -1,8 +1,8 @@
 package jsonscan
 
-// maxDepth is encoding/json's maxNestingDepth: it rejects a document with more open arrays and
-// objects than this, and jsonscan must agree with it on what is valid.
-const maxDepth = 10000
+// MaxDepth is encoding/json's maxNestingDepth: it rejects a document with more open arrays and
+// objects than this, and [Array] must agree with it on what is valid.
+const MaxDepth = 10000
 
 // scan validates the JSON value that starts at data[i] and returns the index just past it. When
 // the value is an array and fn is not nil, it calls fn with each element.
@@ -11,7 +11,7 @@ const maxDepth = 10000
 // value just ended. Open containers are tracked in st rather than by recursion, so hostile
 // nesting costs no goroutine stack, and the common case, an object of scalars, loops in the
 // member state alone.
-func scan(data []byte, i int, fn func([]byte) error) (int, error) {
+func scan(data []byte, i, maxDepth int, fn func([]byte) error) (int, error) {
 	var (
 		st    nest
 		err   error
@@ -29,7 +29,7 @@ value:
 	switch data[i] {
 	case '{':
 		if st.n >= maxDepth {
-			return 0, errAt(data, i, "beyond the maximum nesting depth")
+			return 0, errDeep(i, maxDepth)
 		}
 		if i = skipSpace(data, i+1); i < len(data) && data[i] == '}' {
 			i++
@@ -39,7 +39,7 @@ value:
 		goto member
 	case '[':
 		if st.n >= maxDepth {
-			return 0, errAt(data, i, "beyond the maximum nesting depth")
+			return 0, errDeep(i, maxDepth)
 		}
 		if i = skipSpace(data, i+1); i < len(data) && data[i] == ']' {
 			i++

@@ -14,7 +14,8 @@ import (
 // file while the child execs, and [Txn.Append] adds the child's row once its PID is known, so that
 // recording it costs one short write and one rename. Every Txn must end in exactly one Append or
 // Abort: it holds the lock until then, and other writers wait for it (another process's at most
-// their lock timeout; this handle's queue behind it, see takeTurn). Other writes go through [Ledger.Update], [Ledger.Add] and [Ledger.Drop].
+// their lock timeout; this handle's queue behind it, see takeTurn). Other writes go through
+// [Ledger.Update], [Ledger.Add] and [Ledger.Drop].
 type Txn struct {
 	l      *Ledger
 	unlock func()

@@ -9,7 +9,9 @@
 //	Linux,   a Unix-domain stream socket: an inherited   SCM_RIGHTS, attributed to a message by
 //	macOS    socketpair end, or one client accepted      the stream offset they arrived at
 //	         on a private listening socket
-//	Windows  ErrUnsupported (a named pipe is the plan)   —
+//	Windows  a named pipe with a user-only DACL, one     handles named in the messages and
+//	         instance, its client proven at connect      duplicated between the processes
+//	         (--fd: ErrUnsupported)                      (DuplicateHandle): "handles" fields
 //
 // Bad input never ends the agent or a child: a line that is not JSON, an unknown op, a line over
 // [MaxLine], descriptors that do not match what a message declares, a PID the agent does not hold

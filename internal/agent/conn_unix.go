@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -88,3 +89,9 @@ func (c *conn) send(line []byte, fds []*os.File) error {
 }
 
 func (c *conn) close() error { return c.uc.Close() }
+
+// stopReading makes the pending read and every later one fail at once.
+func (c *conn) stopReading() { c.uc.SetReadDeadline(time.Now()) }
+
+// limitWrites bounds every later write by d: a client that reads no more cannot hold the agent.
+func (c *conn) limitWrites(d time.Duration) { c.uc.SetWriteDeadline(time.Now().Add(d)) }

@@ -201,8 +201,11 @@ func TestRunDiesWithCaller(t *testing.T) {
 				callerID := readID(t, o.caller.Process.Pid)
 				o.checkCaller(t, callerID)
 				endCaller(o.caller, end)
-				o.caller.Wait()
+				// custody run holds the caller's stderr: waited only once custody is gone, the
+				// caller's Wait has read all it wrote. Waited first, Wait would give up on the
+				// output WaitDelay after the caller's end, and lose a line custody was slow to write.
 				awaitGone(t, lang+" caller "+end, o.all())
+				o.caller.Wait()
 				want := fmt.Sprintf("custody: run: owner pid %d ended; stopping pid %d's scope and exiting 129\n",
 					callerID.PID, o.procs["root"].PID)
 				o.stderr.waitFor(t, want)

@@ -1,5 +1,3 @@
-//go:build unix
-
 package agent
 
 import (
@@ -8,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -55,18 +52,18 @@ type held struct {
 	forgotten bool // released or handed over: no exit event, not in list
 }
 
-// Serve serves the client at the other end of uc until it ends: until uc reaches end of file (or
+// serve serves the client at the other end of c until it ends: until c reaches end of file (or
 // fails), or cfg.OwnerDone is closed. Then it stops every child still held, concurrently, each with
-// its own grace, drops their rows, closes uc and returns. Its error is what the final stop could
+// its own grace, drops their rows, closes c and returns. Its error is what the final stop could
 // not do; a child whose exit could not be proven keeps its row, for reap.
-func Serve(uc *net.UnixConn, cfg Config) error {
+func serveConn(c *conn, cfg Config) error {
 	if cfg.Grace <= 0 {
 		cfg.Grace = stop.DefaultGrace
 	}
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
-	s := &server{cfg: cfg, c: newConn(uc), children: map[int]*held{}, closing: make(chan struct{})}
+	s := &server{cfg: cfg, c: c, children: map[int]*held{}, closing: make(chan struct{})}
 	kind, _, _ := scope.Containment()
 	s.containment = kind.Containment()
 	s.sup = &supervise.Client{Grace: cfg.Grace, Notify: s.coverage}
@@ -89,7 +86,7 @@ func Serve(uc *net.UnixConn, cfg Config) error {
 	case <-cfg.OwnerDone:
 		// Another process may hold a copy of the connection: whatever it sends is not read, and
 		// no request starts once the end has begun.
-		uc.SetReadDeadline(time.Now())
+		c.stopReading()
 		<-hangup
 	}
 	return s.end()
@@ -103,9 +100,6 @@ type hello struct {
 	Capabilities []string `json:"capabilities"`
 	MaxLine      int      `json:"max_line"`
 }
-
-var capabilities = []string{"fds", "pipe", "fifo", "start", "fifos", "signal", "stop", "release", "grant", "adopt",
-	"list", "ping"}
 
 // readLoop reads requests until the connection ends, each served on its own goroutine.
 func (s *server) readLoop(hangup chan<- struct{}) {
@@ -234,7 +228,7 @@ func (s *server) end() error {
 	}
 	wg.Wait()
 	// A client that hung up reads no more: a reply still being written must not hold the end.
-	s.c.uc.SetWriteDeadline(time.Now().Add(time.Second))
+	s.c.limitWrites(time.Second)
 	s.requests.Wait()
 	close(s.closing)
 	s.fifos.close()

@@ -1,5 +1,3 @@
-//go:build unix
-
 package agent
 
 import (
@@ -9,7 +7,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +29,9 @@ type startRequest struct {
 	GrantEnv string             `json:"grant_env"`
 	Stdio    []string           `json:"stdio"`
 	Fifos    string             `json:"fifos"`
+	// Handles (Windows) are the client's own handle values for the "fd" entries, in order: the
+	// agent duplicates each from the client's process (see passedIn).
+	Handles []uint64 `json:"handles"`
 }
 
 // started is a start's (and an adopt's) result.
@@ -41,6 +41,9 @@ type started struct {
 	CreateTime  float64  `json:"create_time"`
 	Containment string   `json:"containment"`
 	FDs         []string `json:"fds,omitempty"`
+	// Handles (Windows) are the values, in the client's process, of the client's ends of the
+	// "pipe" entries, in the order fds names them (see handOver).
+	Handles []uint64 `json:"handles,omitempty"`
 }
 
 var streamNames = [3]string{"stdin", "stdout", "stderr"}
@@ -57,10 +60,16 @@ func (s *server) start(req request, f *frame) {
 		s.fail(req.id, e)
 		return
 	}
-	s.c.send(encodeReply(req.id, res.result), fds)
-	for _, fd := range fds {
-		fd.Close()
+	attach, e := s.handOver(&res.result, fds)
+	if e != nil {
+		closeAll(fds)
+		s.finalStop(res.h)
+		s.forget(res.h, true)
+		s.fail(req.id, e)
+		return
 	}
+	s.c.send(encodeReply(req.id, res.result), attach)
+	closeAll(fds)
 	s.watch(res.h)
 }
 
@@ -73,6 +82,10 @@ type startResult struct {
 // startChild checks a start, builds its command and starts it. The descriptors of f are used or
 // closed; the returned ones are the client's ends of the pipes, to be sent and closed.
 func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs []*os.File, _ *replyError) {
+	if e := s.passedIn(r, f); e != nil {
+		f.closeFDs()
+		return startResult{}, nil, e
+	}
 	st, e := s.stdio(r, f)
 	if e != nil {
 		return startResult{}, nil, e
@@ -192,13 +205,7 @@ func (s *server) check(r startRequest) (v checkedStart, _ *replyError) {
 
 // describe is a started or adopted child's part of the reply.
 func (s *server) describe(child *custody.Child, cmd *exec.Cmd, fds []string) started {
-	res := started{PID: child.ID.PID, PGID: child.ID.PID, Containment: s.containment, FDs: fds}
-	if cmd != nil && (cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid) {
-		res.PGID = 0 // not its group's leader; the group is the agent's
-		if pg, err := syscall.Getpgid(child.ID.PID); err == nil {
-			res.PGID = pg
-		}
-	}
+	res := started{PID: child.ID.PID, PGID: pgidOf(child, cmd), Containment: s.containment, FDs: fds}
 	if inc, err := procid.Of(child.ID); err == nil {
 		res.CreateTime = math.Round(inc.CreateTime*1000) / 1000
 	}
@@ -233,64 +240,10 @@ func graceOf(g *float64, def time.Duration) (time.Duration, *replyError) {
 	return time.Duration(*g * float64(time.Second)), nil
 }
 
-// lookPath finds argv[0] as the client's language would: a name without '/' in the PATH of the
-// child's environment, relative entries from the child's working directory.
-func lookPath(name string, env []string, cwd string) (string, *replyError) {
-	if strings.Contains(name, "/") {
-		p := name
-		if cwd != "" && !filepath.IsAbs(p) {
-			p = filepath.Join(cwd, p)
-		}
-		if err := executable(p); err != nil {
-			return "", err
-		}
-		return name, nil
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
 	}
-	pathEnv := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	var denied *replyError
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		full := p
-		if cwd != "" && !filepath.IsAbs(p) {
-			full = filepath.Join(cwd, p)
-		}
-		err := executable(full)
-		if err == nil {
-			return p, nil // a relative path is the kernel's to resolve, from the child's directory
-		}
-		if err.Code == codePermissionDenied && denied == nil {
-			denied = err
-		}
-	}
-	if denied != nil {
-		return "", denied
-	}
-	return "", errorf(codeNotFound, "%s: not found in PATH %q", name, pathEnv)
-}
-
-// executable checks that p is a file this process may execute.
-func executable(p string) *replyError {
-	fi, err := os.Stat(p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return errorf(codeNotFound, "%s: no such file", p)
-	case err != nil:
-		return errorf(codePermissionDenied, "%v", err)
-	case fi.IsDir():
-		return errorf(codePermissionDenied, "%s: is a directory", p)
-	}
-	if err := syscall.Access(p, 1); err != nil { // X_OK, as execve(2) will judge
-		return errorf(codePermissionDenied, "%s: %v", p, err)
-	}
-	return nil
 }
 
 // startError maps a failed start to its error code.

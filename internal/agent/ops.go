@@ -1,5 +1,3 @@
-//go:build unix
-
 package agent
 
 import (
@@ -10,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/procid"
@@ -85,7 +81,7 @@ func (s *server) signal(req request, f *frame) {
 		s.ok(req.id, struct {
 			Delivered bool `json:"delivered"`
 		}{false})
-	case errors.Is(err, errAdoptedLeader):
+	case errors.Is(err, errAdoptedLeader), errors.Is(err, errors.ErrUnsupported):
 		s.fail(req.id, errorf(codeUnsupported, "signal pid %d: %v", h.child.ID.PID, err))
 	case errors.Is(err, syscall.EPERM):
 		s.fail(req.id, errorf(codePermissionDenied, "%v", err))
@@ -129,7 +125,7 @@ func parseSignal(v any) (syscall.Signal, *replyError) {
 		if !strings.HasPrefix(name, "SIG") {
 			name = "SIG" + name
 		}
-		if sig := unix.SignalNum(name); sig != 0 {
+		if sig := signalByName(name); sig != 0 {
 			return sig, nil
 		}
 		return 0, errorf(codeBadRequest, "signal %q: not a signal name", v)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 
 	"github.com/custody-dev/custody/authority"
@@ -33,10 +34,11 @@ type Child struct {
 	adopted chan struct{} // closed when Start has returned; ok says whether it returned c
 	ok      bool
 
-	releaseMu  sync.Mutex // guards released, releaseErr and users
+	releaseMu  sync.Mutex // guards released, releaseErr, users and unused
 	released   bool
 	releaseErr error
-	users      int // Stops in progress: the handles Release would close are in use
+	users      int           // Stops in progress: the handles Release would close are in use
+	unused     chan struct{} // closed when users falls back to 0; nil while it is 0
 
 	transfer childTransfer // what the transfer keeps of the child (see transfer.go)
 }
@@ -52,6 +54,10 @@ func (c *Child) waitLeader() {
 	c.awaitExit()
 	c.waitErr = c.cmd.Wait()
 	close(c.done)
+	// Those waiting for the exit (a Wait, an agent's exit event) run first: the release below
+	// writes the ledger and removes the cgroup, a millisecond or more on a loaded machine, and the
+	// goroutine woken by close would otherwise wait for this one's processor until then.
+	runtime.Gosched()
 	<-c.adopted // a failed start undoes its own work
 	if c.ok {
 		c.releaseIfEmpty()
@@ -141,9 +147,28 @@ func (c *Child) Stop(ctx context.Context, opts StopOptions) StopResult {
 // ledger row is dropped and its handles are closed. It refuses while any member of the scope
 // still runs, because an uncovered survivor would outlive the owner. A child whose exit left its
 // scope empty is released by itself once reaped; Release then returns what that release did.
+// While a [Child.Stop] of the child is under way, Release waits for it to end (or for ctx), then
+// returns what the Stop's own release did.
 func (c *Child) Release(ctx context.Context) error {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
+	// A Stop in progress signals and watches the scope through the handles a release closes: closed
+	// under it, its next signal or wait fails, and it reports no-authority over a scope that in fact
+	// exited. A release refused anyway is refused now, not after the Stop's grace.
+	for c.users > 0 && !c.released {
+		if err := c.releasable(); err != nil {
+			return err
+		}
+		unused := c.unused
+		c.releaseMu.Unlock()
+		select {
+		case <-unused:
+		case <-ctx.Done():
+			c.releaseMu.Lock()
+			return fmt.Errorf("custody: release pid %d: waiting for its stop: %w", c.ID.PID, ctx.Err())
+		}
+		c.releaseMu.Lock()
+	}
 	return c.releaseLocked(ctx)
 }
 
@@ -154,16 +179,8 @@ func (c *Child) releaseLocked(ctx context.Context) error {
 	if c.released {
 		return c.releaseErr
 	}
-	select {
-	case <-c.done:
-	default:
-		return fmt.Errorf("custody: release pid %d: it is still running: %w", c.ID.PID, errOccupied)
-	}
-	if empty, err := c.scopeEmpty(); err != nil {
-		// Emptiness that cannot be told is not proven: the scope counts as occupied.
-		return fmt.Errorf("custody: release pid %d: %v: %w: %w", c.ID.PID, c.scope, errOccupied, err)
-	} else if !empty {
-		return fmt.Errorf("custody: release pid %d: %v: %w", c.ID.PID, c.scope, errOccupied)
+	if err := c.releasable(); err != nil {
+		return err
 	}
 	c.released = true
 	err := errors.Join(c.owner.uncover(c.scope), c.dropRow(ctx), c.proc.Close(), c.scope.Close())
@@ -177,12 +194,32 @@ func (c *Child) releaseLocked(ctx context.Context) error {
 	return c.releaseErr
 }
 
+// releasable returns nil when the child's leader has exited and its scope is seen empty, else why
+// it cannot be released yet.
+func (c *Child) releasable() error {
+	select {
+	case <-c.done:
+	default:
+		return fmt.Errorf("custody: release pid %d: it is still running: %w", c.ID.PID, errOccupied)
+	}
+	if empty, err := c.scopeEmpty(); err != nil {
+		// Emptiness that cannot be told is not proven: the scope counts as occupied.
+		return fmt.Errorf("custody: release pid %d: %v: %w: %w", c.ID.PID, c.scope, errOccupied, err)
+	} else if !empty {
+		return fmt.Errorf("custody: release pid %d: %v: %w", c.ID.PID, c.scope, errOccupied)
+	}
+	return nil
+}
+
 // use marks the child's handles in use by a Stop, unless it was released; unuse ends that.
 func (c *Child) use() bool {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
 	if c.released {
 		return false
+	}
+	if c.users == 0 {
+		c.unused = make(chan struct{})
 	}
 	c.users++
 	return true
@@ -191,6 +228,10 @@ func (c *Child) use() bool {
 func (c *Child) unuse() {
 	c.releaseMu.Lock()
 	c.users--
+	if c.users == 0 {
+		close(c.unused) // a Release waiting for the Stops may close the handles now
+		c.unused = nil
+	}
 	c.releaseMu.Unlock()
 }
 

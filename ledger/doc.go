@@ -13,7 +13,9 @@
 //   - The lock wait is bounded ([DefaultLockTimeout], or [Ledger.LockTimeout]). A holder that
 //     stalls (stopped with SIGSTOP, hung on a dead NFS server) makes the writer give up with a
 //     [*LockedError] naming the holder; it never writes without the lock, since that could lose
-//     the holder's rows when it resumes.
+//     the holder's rows when it resumes. The bound is on another process's hold: the writes of
+//     one [Ledger] handle queue for the lock in process, in order, without a bound but their
+//     context's, so that a burst of them never fails against itself.
 //   - A file that is not a JSON array is never read as an empty roster: it is renamed aside to
 //     <ledger>.corrupt (then .corrupt.2, .corrupt.3, …, never overwriting an earlier one) with its
 //     bytes intact, the rename is reported, and only then does the write start from an empty list.

@@ -55,6 +55,7 @@ type Ledger struct {
 
 	tail chan struct{} // closed when the last append's background has ended (see background)
 	held *heldLock     // the lock file kept open between transactions, when no transaction has it
+	turn chan struct{} // holds a token while one of the handle's transactions runs (see takeTurn)
 }
 
 // Open returns a handle on the ledger at path (see [Resolve]). It touches nothing on disk.

@@ -13,8 +13,9 @@ import (
 // the child starts, [Txn.PrepareAppend] reads, prunes and writes the kept rows into the temporary
 // file while the child execs, and [Txn.Append] adds the child's row once its PID is known, so that
 // recording it costs one short write and one rename. Every Txn must end in exactly one Append or
-// Abort: it holds the lock until then, and other writers wait for it (at most their lock
-// timeout). Other writes go through [Ledger.Update], [Ledger.Add] and [Ledger.Drop].
+// Abort: it holds the lock until then, and other writers wait for it (another process's at most
+// their lock timeout; this handle's queue behind it, see takeTurn). Other writes go through
+// [Ledger.Update], [Ledger.Add] and [Ledger.Drop].
 type Txn struct {
 	l      *Ledger
 	unlock func()
@@ -57,7 +58,16 @@ func (l *Ledger) begin(ctx context.Context, probe bool) (*Txn, error) {
 }
 
 // lockTxn takes the lock and returns a transaction holding it, not yet prepared.
-func (l *Ledger) lockTxn(ctx context.Context) (*Txn, error) {
+func (l *Ledger) lockTxn(ctx context.Context) (_ *Txn, err error) {
+	endTurn, err := l.takeTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			endTurn()
+		}
+	}()
 	l.awaitTail()
 	if err := prepareDir(l.path); err != nil {
 		return nil, err
@@ -70,7 +80,7 @@ func (l *Ledger) lockTxn(ctx context.Context) (*Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Txn{l: l, unlock: unlock}, nil
+	return &Txn{l: l, unlock: func() { unlock(); endTurn() }}, nil
 }
 
 // prepare reads and prunes the rows under the lock and makes the temporary file. On error it

@@ -26,13 +26,7 @@ type server struct {
 	sup         *supervise.Client
 	containment string
 	fifos       *fifoStore
-
-	// startMu makes the agent's starts take the ledger lock one after the other. Each start
-	// waits for the lock at most the ledger's LockTimeout, and fails ledger-locked after it: a
-	// burst of concurrent starts (a client starting 200 children at once) would otherwise queue on
-	// the lock file and time out against each other, although no other process holds it. Queued
-	// here, they wait for one another without a limit, and only another process's hold fails one.
-	startMu sync.Mutex
+	devNull     *os.File // the null device, read-write, for every start's "null" streams (see orNull); nil if it could not be opened
 
 	mu       sync.Mutex
 	children map[int]*held
@@ -53,11 +47,6 @@ type held struct {
 	argv    []string
 	purpose string
 	grace   time.Duration
-
-	// stopMu serialises this child's stops and releases: Child.Release closes the scope's
-	// handles even while a Stop is using them (its reaper's own release waits for the Stop; an
-	// explicit one does not), and the Stop would then fail with no-authority over a closed scope.
-	stopMu sync.Mutex
 
 	exited    bool // the leader exited; members of its scope may remain
 	ended     bool // exited and released (its scope empty): kept a while for late requests (see keepEnded)
@@ -81,6 +70,10 @@ func serveConn(c *conn, cfg Config) error {
 	s.sup = &supervise.Client{Grace: cfg.Grace, Notify: s.coverage}
 	s.owners = map[string]*custody.Owner{}
 	s.fifos = newFifoStore()
+	if f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+		s.devNull = f
+		defer f.Close() // after end: no start is under way then
+	}
 
 	s.event("hello", hello{Protocol: Protocol, Version: cfg.Version, PID: os.Getpid(), Containment: s.containment,
 		Capabilities: capabilities, MaxLine: MaxLine})
@@ -254,19 +247,13 @@ func (s *server) end() error {
 	return errors.Join(errs...)
 }
 
-// stop stops the child with grace (see stopMu).
+// stop stops the child with grace. A release meanwhile (the client's, or the watch's once the
+// child exited) waits for it: Child.Release keeps the handles a Stop uses.
 func (h *held) stop(grace time.Duration) custody.StopResult {
-	h.stopMu.Lock()
-	defer h.stopMu.Unlock()
 	return h.child.Stop(context.Background(), custody.StopOptions{Grace: grace})
 }
 
-// release releases the child (see stopMu).
-func (h *held) release() error {
-	h.stopMu.Lock()
-	defer h.stopMu.Unlock()
-	return h.child.Release(context.Background())
-}
+func (h *held) release() error { return h.child.Release(context.Background()) }
 
 // finalStop stops a child at the agent's end.
 func (s *server) finalStop(h *held) error {

@@ -104,23 +104,24 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 	cmd := &exec.Cmd{Path: v.path, Args: r.Argv, Env: v.env, Dir: r.Cwd}
 	// A nil *os.File stored in Stdin's interface is not a nil interface: os/exec would hand the
 	// child descriptor -1 (a closed stream) instead of the null device it opens for nil.
-	if st.child[0] != nil {
-		cmd.Stdin = st.child[0]
+	if f := s.orNull(st.child[0]); f != nil {
+		cmd.Stdin = f
 	}
-	if st.child[1] != nil {
-		cmd.Stdout = st.child[1]
+	if f := s.orNull(st.child[1]); f != nil {
+		cmd.Stdout = f
 	}
-	if st.child[2] != nil {
-		cmd.Stderr = st.child[2]
+	if f := s.orNull(st.child[2]); f != nil {
+		cmd.Stderr = f
 	}
 	owner := s.ownerFor(v.tagEnv)
 	if s.isEnding() {
 		return startResult{}, nil, errorf(codeStartFailed, "the agent is ending: its owner is gone")
 	}
-	s.startMu.Lock()
+	// A burst of starts (a client starting 200 children at once) and the drops of the rows of
+	// those that ended queue for the ledger lock in the ledger handle they share, which bounds
+	// only the wait for another process's hold: none fails ledger-locked against another.
 	child, err := owner.Start(context.Background(), cmd, custody.StartOptions{Purpose: v.purpose, Keep: r.Keep,
 		GrantEnv: r.GrantEnv})
-	s.startMu.Unlock()
 	if err != nil {
 		return startResult{}, nil, startError(err)
 	}
@@ -134,6 +135,17 @@ func (s *server) startChild(r startRequest, f *frame) (_ startResult, clientFDs 
 	}
 	ok = true
 	return startResult{h: h, result: s.describe(child, cmd, st.names)}, st.client, nil
+}
+
+// orNull returns f, or the agent's null device for nil. os/exec would open and close the null
+// device for each nil stream of each start (three opens, three closes); the agent's, opened
+// once, is what every start's "null" streams share, each child getting its own copy at exec.
+// Without it (it could not be opened) nil stays nil, for os/exec to open.
+func (s *server) orNull(f *os.File) *os.File {
+	if f == nil {
+		return s.devNull
+	}
+	return f
 }
 
 // checkedStart is what a start's fields say, checked.

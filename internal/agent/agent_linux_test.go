@@ -943,6 +943,23 @@ func TestSocketLateClient(t *testing.T) {
 	cmd.Stderr = &stderr
 	p := testproc.Start(t, cmd)
 	p.Expect("ready ", time.Minute)
+	// A client started within the agent's own clock tick is proven by its start after all: let
+	// the clock (/proc/uptime, in ticks of 1/100 s as /proc/PID/stat's start) pass the agent's.
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := strconv.ParseFloat(strings.Fields(string(st[bytes.LastIndexByte(st, ')')+2:]))[19], 64)
+	testproc.WaitFor(t, time.Minute, func() error {
+		b, err := os.ReadFile("/proc/uptime")
+		if err != nil {
+			return err
+		}
+		if up, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64); up*100 < start+2 {
+			return fmt.Errorf("uptime %v s, the agent started at tick %v", up, start)
+		}
+		return nil
+	})
 	client := testproc.Command(t, python, "-c", `import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.makefile().readline()[:16])`, path)
 	if out, err := client.Output(); err != nil || !strings.Contains(string(out), `"event":"hello"`) {

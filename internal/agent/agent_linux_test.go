@@ -862,3 +862,113 @@ func TestRowNamesClient(t *testing.T) {
 	}
 	t.Fatalf("no row for pid %d in %s", pid, data)
 }
+
+// TestListAfterExit: once the client has read a child's exit event, list says the child exited,
+// even while members of its scope remain and the agent is still busy with it (here a stop waits
+// out its grace on a member that ignores the request to exit).
+func TestListAfterExit(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	req := helperStart(t, "hold", mark)
+	req["argv"] = []string{"/bin/sh", "-c", `trap 'exit 5' TERM; /bin/sh -c 'trap "" TERM; echo; exec sleep 600' & read x; wait`}
+	out, w, _ := os.Pipe()
+	req["stdio"] = []string{"null", "fd", "null"}
+	r := c.do(req, w)
+	w.Close()
+	if !r.ok() {
+		t.Fatalf("start: %s", r.raw)
+	}
+	pid := r.num("pid")
+	if _, err := out.Read(make([]byte, 1)); err != nil { // the member ignores SIGTERM from here on
+		t.Fatal(err)
+	}
+	stopped := c.send(map[string]any{"op": "stop", "pid": pid, "grace": 5})
+	if ev := c.event("exit"); ev.num("pid") != pid || ev.fields["code"] != 5.0 {
+		t.Fatalf("exit event %s; want pid %d, code 5", ev.raw, pid)
+	}
+	l := c.do(map[string]any{"op": "list"})
+	children, _ := l.fields["children"].([]any)
+	if len(children) != 1 || children[0].(map[string]any)["state"] != "exited" {
+		t.Errorf("list after the exit event: %s; want the child, exited", l.raw)
+	}
+	if s := c.await(stopped); s.str("outcome") != "exited" || s.fields["forced"] != true {
+		t.Errorf("stop: %s; want exited, forced", s.raw)
+	}
+}
+
+// TestExitStatusesWhileReaping: many short children started through the agent while it reaps
+// the orphans of others: every exit event carries its child's own status, which the agent's
+// orphan reaper never takes from the child's waiter.
+func TestExitStatusesWhileReaping(t *testing.T) {
+	mark := testproc.Mark()
+	testproc.CleanupMarked(t, mark)
+	c := startAgent(t)
+	want := map[int]float64{}
+	var replies []chan msg
+	for i := range 40 {
+		req := helperStart(t, "hold", mark)
+		req["argv"] = []string{"/bin/sh", "-c", fmt.Sprintf("(/bin/sh -c 'exit 9' &); exit %d", 10+i)}
+		req["stdio"] = []string{"null", "null", "null"}
+		replies = append(replies, c.send(req))
+	}
+	for i, ch := range replies {
+		r := c.await(ch)
+		if !r.ok() {
+			t.Fatalf("start: %s", r.raw)
+		}
+		want[r.num("pid")] = float64(10 + i)
+	}
+	for range want {
+		ev := c.event("exit")
+		if code, ok := want[ev.num("pid")]; !ok || ev.fields["code"] != code {
+			t.Errorf("exit event %s; want pid of a child started and its code %v", ev.raw, code)
+		}
+	}
+}
+
+// TestSocketLateClient: a --socket client that started after the agent is served, watched
+// through its connection alone, and the agent says so on stderr as what it is, not as a reused
+// PID; the client's end ends the agent.
+func TestSocketLateClient(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		testproc.Skip(t, "no %s: %v", python, err)
+	}
+	dir := testproc.TempDir(t)
+	os.Chmod(dir, 0o700)
+	path := filepath.Join(dir, "agent.sock")
+	cmd := testproc.Helper(t, "custody", "--ledger", ledgerPath(t), "agent", "--socket", path)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	p := testproc.Start(t, cmd)
+	p.Expect("ready ", time.Minute)
+	// A client started within the agent's own clock tick is proven by its start after all: let
+	// the clock (/proc/uptime, in ticks of 1/100 s as /proc/PID/stat's start) pass the agent's.
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := strconv.ParseFloat(strings.Fields(string(st[bytes.LastIndexByte(st, ')')+2:]))[19], 64)
+	testproc.WaitFor(t, time.Minute, func() error {
+		b, err := os.ReadFile("/proc/uptime")
+		if err != nil {
+			return err
+		}
+		if up, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64); up*100 < start+2 {
+			return fmt.Errorf("uptime %v s, the agent started at tick %v", up, start)
+		}
+		return nil
+	})
+	client := testproc.Command(t, python, "-c", `import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.makefile().readline()[:16])`, path)
+	if out, err := client.Output(); err != nil || !strings.Contains(string(out), `"event":"hello"`) {
+		t.Fatalf("late client: %v %q", err, out)
+	}
+	if err := p.Wait(); err != nil {
+		t.Errorf("agent after the late client's end: %v", err)
+	}
+	if s := stderr.String(); !strings.Contains(s, "started after the agent") || strings.Contains(s, "reused") {
+		t.Errorf("agent stderr %q; want it to say the client started after it, and nothing of a reused PID", s)
+	}
+}

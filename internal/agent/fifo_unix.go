@@ -66,9 +66,8 @@ func (s *server) makeFifos(req request, f *frame) {
 	if !s.noFDs(req, f) {
 		return
 	}
-	var r fifosRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
+	r, ok := fields[fifosRequest](s, req)
+	if !ok {
 		return
 	}
 	token, paths, e := s.fifos.make(r.Streams)

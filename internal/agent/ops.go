@@ -18,14 +18,36 @@ type pidRequest struct {
 	PID *int `json:"pid"`
 }
 
+// fields decodes req's fields into a T, or answers req with why they do not decode and reports
+// false: the first step of every request that takes fields.
+func fields[T any](s *server, req request) (T, bool) {
+	var r T
+	e := req.decode(&r)
+	if e != nil {
+		s.fail(req.id, e)
+	}
+	return r, e == nil
+}
+
+// childWith decodes a request about one child that takes fields T: the child its pid names and
+// the fields, or the request answered and false.
+func childWith[T any](s *server, req request, f *frame) (*held, T, bool) {
+	h, ok := s.child(req, f)
+	if !ok {
+		var none T
+		return nil, none, false
+	}
+	r, ok := fields[T](s, req)
+	return h, r, ok
+}
+
 // child decodes a request's pid and returns the child it names.
 func (s *server) child(req request, f *frame) (*held, bool) {
 	if !s.noFDs(req, f) {
 		return nil, false
 	}
-	var r pidRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
+	r, ok := fields[pidRequest](s, req)
+	if !ok {
 		return nil, false
 	}
 	if r.PID == nil {
@@ -46,13 +68,8 @@ type signalRequest struct {
 }
 
 func (s *server) signal(req request, f *frame) {
-	h, ok := s.child(req, f)
+	h, r, ok := childWith[signalRequest](s, req, f)
 	if !ok {
-		return
-	}
-	var r signalRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
 		return
 	}
 	sig, e := parseSignal(r.Signal)
@@ -140,13 +157,8 @@ type stopRequest struct {
 }
 
 func (s *server) stop(req request, f *frame) {
-	h, ok := s.child(req, f)
+	h, r, ok := childWith[stopRequest](s, req, f)
 	if !ok {
-		return
-	}
-	var r stopRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
 		return
 	}
 	grace, e := graceOf(r.Grace, h.grace)
@@ -196,13 +208,8 @@ type grantRequest struct {
 }
 
 func (s *server) grant(req request, f *frame) {
-	h, ok := s.child(req, f)
+	h, r, ok := childWith[grantRequest](s, req, f)
 	if !ok {
-		return
-	}
-	var r grantRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
 		return
 	}
 	var ttl time.Duration
@@ -257,9 +264,8 @@ func (s *server) adopt(req request, f *frame) {
 	if !s.noFDs(req, f) {
 		return
 	}
-	var r adoptRequest
-	if e := req.decode(&r); e != nil {
-		s.fail(req.id, e)
+	r, ok := fields[adoptRequest](s, req)
+	if !ok {
 		return
 	}
 	if r.Grant == nil {

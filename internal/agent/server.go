@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/reaper"
 	"github.com/custody-dev/custody/scope"
 	"github.com/custody-dev/custody/stop"
 	"github.com/custody-dev/custody/supervise"
@@ -76,9 +77,14 @@ func serveConn(c *conn, cfg Config) error {
 
 	s.event("hello", hello{Protocol: Protocol, Version: cfg.Version, PID: os.Getpid(), Containment: s.containment,
 		Capabilities: capabilities, MaxLine: MaxLine})
-	ended := make(chan struct{})
-	defer close(ended)
-	s.subreaper(ended)
+	// The agent is the child subreaper of everything its children start: on the process-group
+	// path (no cgroup) a descendant whose parent exits then stays among the agent's
+	// descendants, and its orphans are the agent's to reap, never a child its own waiter reaps.
+	orphans, err := reaper.Start()
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		fmt.Fprintf(s.cfg.Stderr, "custody: warning: agent: %v\n", err)
+	}
+	defer orphans.Close()
 	hangup := make(chan struct{})
 	go s.readLoop(hangup)
 	select {

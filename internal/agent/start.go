@@ -270,6 +270,7 @@ func (s *server) watch(h *held) {
 			return
 		}
 		s.mu.Lock()
+		h.exited = true // before the event: a list sent on reading it says so, however long the release takes
 		forgotten := h.forgotten
 		s.mu.Unlock()
 		if !forgotten {
@@ -278,7 +279,6 @@ func (s *server) watch(h *held) {
 		}
 		released := h.release() == nil
 		s.mu.Lock()
-		h.exited = true
 		h.ended = released
 		s.mu.Unlock()
 		if released {

@@ -43,9 +43,14 @@ func serveAgent(o *agentOptions, cfg agent.Config) (err error) {
 		}
 		if owner, err = caller.Open(cred.PID); err != nil {
 			// A client that started after the agent cannot be proven by its start (see
-			// caller.Open); its connection's end of file still ends the agent.
-			fmt.Fprintf(o.stderr, "custody: warning: agent: client pid %d is watched through its connection alone: %v\n",
-				cred.PID, err)
+			// caller.Open), which says so as of a reused PID; its connection's end of file still
+			// ends the agent.
+			why := err.Error()
+			if errors.Is(err, procid.ErrReused) {
+				why = "it started after the agent, so its start cannot prove it"
+			}
+			fmt.Fprintf(o.stderr, "custody: warning: agent: client pid %d is watched through its connection alone: %s\n",
+				cred.PID, why)
 			owner = nil
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/reaper"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/stop"
 )
@@ -188,8 +189,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	orphans := adoptOrphans() // before the child: its orphans come to custody from its first fork
-	defer orphans.close()
+	// Before the child: its orphans come to custody from its first fork. A process that cannot be
+	// a subreaper still reaps what comes to it as PID 1; one that cannot tell orphans apart reaps
+	// nothing, and custody runs on as under an init that does not reap.
+	orphans, _ := reaper.Start()
+	defer orphans.Close()
 	owner := o.newOwner(l, tagEnv, "run", o.grace, ownerID(served))
 	defer owner.Supervisor.Close()
 	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
@@ -232,7 +236,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
 				fmt.Fprintf(o.stderr, "custody: warning: run: the child's scope: %s: %s\n", res.Outcome, res.Reason)
 			}
-			orphans.stop(o.grace)
+			orphans.Stop(o.grace)
 			return statusError{exitOwnerGone}
 		case <-granted:
 			granted = nil
@@ -244,7 +248,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	tty.restore()
 	res := child.Stop(ctx, stop.Options{Grace: o.grace})
-	orphans.stop(o.grace)
+	orphans.Stop(o.grace)
 	if !res.OK() {
 		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's scope: %s: %s\n", res.Outcome, res.Reason)
 	}

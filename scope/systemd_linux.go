@@ -209,7 +209,7 @@ func delegation() (string, error) {
 		return "", err
 	}
 	if h.own == "/" {
-		return "", errors.New("own cgroup is the hierarchy's root: custody makes its cgroups below /custody")
+		return "", errors.New("own cgroup is the hierarchy's root, which no systemd unit holds: cgroups are made below /custody, where root may")
 	}
 	_, why := undelegated(h)
 	nh, asks, err := self.delegateLocked(h, true)

@@ -26,5 +26,10 @@ func systemdCheck() check {
 	case errors.Is(why, sdunit.ErrNoManager):
 		return check{Name: "systemd", Detail: "not used: " + why.Error()}
 	}
+	// Nothing to ask for: needed only where this process gets no cgroup without it, and then the
+	// line must not read as if all were well beside a containment line that says no.
+	if kind, _, _ := scope.Containment(); kind != scope.KindCgroup {
+		return check{Name: "systemd", Detail: "not used: " + why.Error()}
+	}
 	return check{Name: "systemd", OK: true, Detail: "not needed: " + why.Error()}
 }

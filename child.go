@@ -73,7 +73,7 @@ func (c *Child) releaseIfEmpty() {
 		return
 	}
 	if empty, err := c.scope.Empty(); err == nil && empty {
-		c.releaseLocked(context.Background())
+		c.releaseLocked()
 	}
 }
 
@@ -150,6 +150,23 @@ func (c *Child) Stop(ctx context.Context, opts StopOptions) StopResult {
 // While a [Child.Stop] of the child is under way, Release waits for it to end (or for ctx), then
 // returns what the Stop's own release did.
 func (c *Child) Release(ctx context.Context) error {
+	if err := c.ReleaseSoon(ctx); err != nil {
+		return err
+	}
+	if err := c.owner.Ledger.Flush(ctx); err != nil {
+		return fmt.Errorf("custody: release pid %d: %w", c.ID.PID, err)
+	}
+	return nil
+}
+
+// ReleaseSoon is [Child.Release], but the drop of the child's ledger row is left to the owner's
+// next write to the ledger (see [ledger.Ledger.DropSoon]): its next start's, which rewrites the
+// ledger anyway, or one of its own within [ledger.DropDelay]; [Owner.Close] writes it before it
+// returns. A program that starts and ends many children (an agent serving a client) spends one
+// ledger write per child instead of two. Until the write, the row names an exited process, which
+// every reader proves before acting on it. A child released by itself after its exit (see
+// [Child.Wait]) is released so.
+func (c *Child) ReleaseSoon(ctx context.Context) error {
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
 	// A Stop in progress signals and watches the scope through the handles a release closes: closed
@@ -169,13 +186,13 @@ func (c *Child) Release(ctx context.Context) error {
 		}
 		c.releaseMu.Lock()
 	}
-	return c.releaseLocked(ctx)
+	return c.releaseLocked()
 }
 
 // errOccupied says why a child cannot be released yet: its leader or a member of its scope runs.
 var errOccupied = errors.New("its scope is not empty")
 
-func (c *Child) releaseLocked(ctx context.Context) error {
+func (c *Child) releaseLocked() error {
 	if c.released {
 		return c.releaseErr
 	}
@@ -183,7 +200,8 @@ func (c *Child) releaseLocked(ctx context.Context) error {
 		return err
 	}
 	c.released = true
-	err := errors.Join(c.owner.uncover(c.scope), c.dropRow(ctx), c.proc.Close(), c.scope.Close())
+	c.dropRow()
+	err := errors.Join(c.owner.uncover(c.scope), c.proc.Close(), c.scope.Close())
 	if err != nil {
 		c.releaseErr = fmt.Errorf("custody: release pid %d: %w", c.ID.PID, err)
 	}
@@ -235,11 +253,13 @@ func (c *Child) unuse() {
 	c.releaseMu.Unlock()
 }
 
-func (c *Child) dropRow(ctx context.Context) error {
-	if c.row.PID == 0 {
-		return nil
+// dropRow drops the child's row with the owner's next ledger write (see ledger.Ledger.DropSoon):
+// the next start's, which rewrites the ledger anyway, or one of its own soon after. A burst of
+// releases (an owner's Close, a scope of many children ending) is one write.
+func (c *Child) dropRow() {
+	if c.row.PID != 0 {
+		c.owner.Ledger.DropSoon([]ledger.Row{c.row})
 	}
-	return c.owner.Ledger.Drop(ctx, []ledger.Row{c.row})
 }
 
 // abort kills a child whose start failed part way, and undoes what was done.

@@ -18,3 +18,6 @@ func SpareIno(l *Ledger) uint64 {
 
 // AwaitTail waits for the last start's append to finish in the background.
 func AwaitTail(l *Ledger) { l.awaitTail() }
+
+// AwaitSpare waits for DropSoon's fill of the spare.
+func AwaitSpare(l *Ledger) { l.refills.Wait() }

@@ -53,6 +53,10 @@ type Ledger struct {
 	making       bool // a spare is being made
 	noSpare      bool // the directory cannot have one
 
+	dropping  []Row          // rows to drop with the handle's next write (see DropSoon)
+	dropTimer *time.Timer    // writes them when no write came within DropDelay
+	refills   sync.WaitGroup // DropSoon's fills of the spare without the rows it drops
+
 	tail chan struct{} // closed when the last append's background has ended (see background)
 	held *heldLock     // the lock file kept open between transactions, when no transaction has it
 	turn chan struct{} // holds a token while one of the handle's transactions runs (see takeTurn)
@@ -61,10 +65,12 @@ type Ledger struct {
 // Open returns a handle on the ledger at path (see [Resolve]). It touches nothing on disk.
 func Open(path string) *Ledger { return &Ledger{path: path} }
 
-// Close lets go of what the handle keeps from its last write. The handle stays usable: its next
-// write reads the file again.
+// Close writes the drops [Ledger.DropSoon] left pending, then lets go of what the handle keeps
+// from its last write. The handle stays usable: its next write reads the file again.
 func (l *Ledger) Close() error {
+	err := l.Flush(context.Background()) // bounded by the LockTimeout
 	l.awaitTail()
+	l.refills.Wait()
 	if s := l.takeSnapshot(); s != nil {
 		s.release()
 	}
@@ -74,7 +80,7 @@ func (l *Ledger) Close() error {
 	l.held = nil
 	l.mu.Unlock()
 	h.close()
-	return nil
+	return err
 }
 
 // Path returns the ledger file's path.

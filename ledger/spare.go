@@ -75,6 +75,7 @@ func (l *Ledger) fillSpare() {
 	}
 	var rep Report
 	rows := prune(slices.Clone(s.rows), &rep, false)
+	rows = slices.DeleteFunc(rows, func(r Row) bool { return slices.ContainsFunc(l.dropping, r.Same) })
 	var buf bytes.Buffer
 	err := encodeOpen(&buf, rows)
 	_, reserved, written := l.takeSpareLocked()

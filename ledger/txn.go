@@ -35,6 +35,7 @@ type Txn struct {
 	deferRelease bool
 	snap         *snapshot // the snapshot finish left undecoded from its row snapKept on
 	snapKept     int
+	drops        []Row // the handle's pending drops this write carries (see takeDrops)
 }
 
 // errTxnEnded refuses a second end of a transaction: it released its lock at the first.
@@ -120,6 +121,7 @@ func (tx *Txn) prepare(probe bool) (err error) {
 		rows, size, tx.rep.Malformed, tx.read = p.rows, int64(len(data)), p.malformed, readStat(old, pre)
 	}
 	tx.rows = prune(rows, &tx.rep, probe)
+	tx.takeDrops()
 	// Room for the kept rows and one more: most writes add or drop a row.
 	if tx.tmp, err = l.newTemp(size + rowRoom); err != nil {
 		return err
@@ -172,6 +174,7 @@ func (tx *Txn) commitOnce(replaced []int, fn func(rows []Row) ([]Row, error)) er
 
 // Abort releases the lock without writing. It does nothing after Append or a first Abort.
 func (tx *Txn) Abort() {
+	tx.giveBackDrops()
 	if tx.buf != nil {
 		tx.rows = nil // they alias the buffer, which the next transaction overwrites
 		readBufs.Put(tx.buf)
@@ -246,17 +249,22 @@ func (tx *Txn) TryPrepared() bool {
 	l.mu.Lock()
 	l.starts = true // an owner's handle: it keeps a spare (see newTemp)
 	s := l.last
-	if s == nil || l.filled != s || l.spare == nil {
+	// A row to drop that the spare holds (its drop came while the spare was being filled) would
+	// be kept by this write.
+	if s == nil || l.filled != s || l.spare == nil ||
+		slices.ContainsFunc(l.filledRows, func(r Row) bool { return slices.ContainsFunc(l.dropping, r.Same) }) {
 		l.mu.Unlock()
 		return false
 	}
 	l.last = nil
 	rows, pruned := l.filledRows, l.filledPruned
 	sp, reserved, written := l.takeSpareLocked()
+	tx.drops, l.dropping = l.dropping, nil // the spare was filled without them: this write drops them
 	l.mu.Unlock()
 	if !s.current(l.path) { // another process wrote since: the spare holds rows of the past
 		sp.Close()
 		s.release()
+		tx.giveBackDrops()
 		return false
 	}
 	f, err := nameSpare(sp, l.path)
@@ -269,6 +277,7 @@ func (tx *Txn) TryPrepared() bool {
 	}
 	if err != nil {
 		s.release()
+		tx.giveBackDrops()
 		return false
 	}
 	if size := s.fi.Size() + rowRoom; size > reserved {
@@ -365,6 +374,7 @@ func (tx *Txn) finish(tmp *os.File, rows []Row, kept int, write func(io.Writer) 
 	if err != nil {
 		return err
 	}
+	tx.drops = nil // written
 	if !tx.deferRelease {
 		releaseReplaced(tx.old)
 		tx.old = nil

@@ -255,6 +255,11 @@ func (h *held) stop(grace time.Duration) custody.StopResult {
 
 func (h *held) release() error { return h.child.Release(context.Background()) }
 
+// releaseSoon is release for a child that exited: its row's drop goes with the agent's next
+// ledger write (a burst of short children costs one write each, not two; see
+// custody.Child.ReleaseSoon).
+func (h *held) releaseSoon() error { return h.child.ReleaseSoon(context.Background()) }
+
 // finalStop stops a child at the agent's end.
 func (s *server) finalStop(h *held) error {
 	res := h.stop(h.grace)

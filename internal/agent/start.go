@@ -277,7 +277,7 @@ func (s *server) watch(h *held) {
 			code, sig := exitOf(h.child.Wait())
 			s.event("exit", exitEvent{PID: h.child.ID.PID, Code: code, Signal: sig})
 		}
-		released := h.release() == nil
+		released := h.releaseSoon() == nil
 		s.mu.Lock()
 		h.ended = released
 		s.mu.Unlock()

@@ -60,10 +60,14 @@ const (
 	retryMax = time.Second
 )
 
-// gap is the least time between two passes: a pass reads every child's /proc stat and, with an
-// exited child about, every pidfd's fdinfo (about a millisecond with 50 children, BENCHMARKS.md),
-// and a burst of exits (an agent's short children) would otherwise cost one pass each. The
-// SIGCHLDs of a gap are one pass, after it.
+// gap is how long a pass waits after the SIGCHLD that calls it, and the least time between two
+// passes. A pass reads every child's /proc stat and, with an exited child about, every pidfd's
+// fdinfo (about a millisecond with 50 children, BENCHMARKS.md). Run at once, it would run in the
+// very moment that a waiter is reaping its own child and telling of its exit (an agent's exit
+// event), on the same CPUs, and find that child still a zombie, claimed, which costs the full
+// scan and then a retry. A gap later the waiters have reaped theirs, and what is left is the
+// orphans'. The SIGCHLDs of a gap are one pass, after it: a burst of exits (an agent's short
+// children) is one pass, not one each. An orphan's zombie waits that long, holding only its PID.
 const gap = 25 * time.Millisecond
 
 func start() (*Reaper, error) {
@@ -99,7 +103,6 @@ var osPidfds = sync.OnceValue(func() error {
 func (r *Reaper) loop() {
 	defer close(r.done)
 	var retry <-chan time.Time
-	var last time.Time
 	wait := retryMin
 	for {
 		select {
@@ -108,15 +111,12 @@ func (r *Reaper) loop() {
 		case <-r.sigs:
 		case <-retry:
 		}
-		if d := gap - time.Since(last); d > 0 {
-			select {
-			case <-r.quit:
-				return
-			case <-time.After(d):
-			}
+		select {
+		case <-r.quit:
+			return
+		case <-time.After(gap):
 		}
 		left := r.reap()
-		last = time.Now()
 		if left {
 			retry, wait = time.After(wait), min(2*wait, retryMax)
 		} else {

@@ -15,13 +15,16 @@ import (
 )
 
 // BenchmarkBinary times the verbs users run as the programs they run: the custody binary, built
-// from cmd/custody by the go command, started once per figure and iteration, every figure of an
+// from cmd/custody by the go command as custody ships it (CGO_ENABLED=0: a static binary, see
+// docs/cli.md, "Building"), started once per figure and iteration, every figure of an
 // iteration taken in turn so that a machine loaded by others weighs on all of them alike. Each is
 // reported as the median wall time (-ms) and CPU time (-cpu-ms, user and system of the process
 // and of the descendants it reaped, as wait4 reports them) over the iterations, and each marginal
 // as the median of the per-iteration differences:
 //
 //   - version: `custody --version`, the floor of any verb (the runtime's start and exit);
+//   - version-cgo: the same, of the binary a plain `go build` makes where a C compiler is found
+//     (cgo on: libc loaded by the dynamic linker, the runtime's threads started through it);
 //   - ps-1, ps-1000, ps-marginal: `custody ps --all --json` over 1 and 1,000 rows of distinct live
 //     processes, written as `custody register` writes them (with pidfs ids);
 //   - register-1, register-1000, register-marginal: `custody register` of a live process already
@@ -40,9 +43,19 @@ func BenchmarkBinary(b *testing.B) {
 	if err != nil {
 		b.Skipf("skipping: no go command to build cmd/custody: %v", err)
 	}
-	bin := filepath.Join(b.TempDir(), "custody")
-	if out, err := exec.Command(gocmd, "build", "-o", bin, "../../cmd/custody").CombinedOutput(); err != nil {
-		b.Fatalf("go build cmd/custody: %v\n%s", err, out)
+	build := func(cgo string) string {
+		bin := filepath.Join(b.TempDir(), "custody")
+		cmd := exec.Command(gocmd, "build", "-o", bin, "../../cmd/custody")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("CGO_ENABLED=%s go build cmd/custody: %v\n%s", cgo, err, out)
+		}
+		return bin
+	}
+	bin := build("0")
+	cgoBin := ""
+	if _, err := exec.LookPath("gcc"); err == nil {
+		cgoBin = build("1")
 	}
 	date, err := exec.LookPath("date")
 	if err != nil {
@@ -99,6 +112,10 @@ func BenchmarkBinary(b *testing.B) {
 	for b.Loop() {
 		vw, vc, _, _, _ := start(bin, "--version")
 		add("version", vw, vc)
+		if cgoBin != "" {
+			cw, cc, _, _, _ := start(cgoBin, "--version")
+			add("version-cgo", cw, cc)
+		}
 		p1w, p1c, _, _, _ := start(bin, "--ledger", small, "ps", "--all", "--json")
 		pkw, pkc, out, _, _ := start(bin, "--ledger", big, "ps", "--all", "--json")
 		if bytes.Count(out, []byte(`"state":"alive"`)) != 1000 {

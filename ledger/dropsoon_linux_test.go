@@ -2,8 +2,6 @@ package ledger_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -24,39 +22,10 @@ func TestDropSoon(t *testing.T) {
 	rows := map[int]ledger.Row{}
 	start := func(pid int) (prepared bool) {
 		t.Helper()
-		tx, err := l.LockAppend(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if prepared = tx.TryPrepared(); !prepared {
-			if err := tx.PrepareAppend(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rows[pid] = rowFor(t, pid)
-		if _, err := tx.Append(rows[pid]); err != nil {
-			t.Fatal(err)
-		}
-		ledger.AwaitTail(l)
+		rows[pid], prepared = startAppend(t, l, pid)
 		return prepared
 	}
-	inFile := func() []int {
-		t.Helper()
-		b, err := os.ReadFile(l.Path())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rs []struct{ PID int }
-		if err := json.Unmarshal(b, &rs); err != nil {
-			t.Fatalf("ledger is not a JSON array: %v\n%s", err, b)
-		}
-		var pids []int
-		for _, r := range rs {
-			pids = append(pids, r.PID)
-		}
-		slices.Sort(pids)
-		return pids
-	}
+	inFile := func() []int { return filePIDs(t, l.Path()) }
 	want := func(what string, pids ...int) {
 		t.Helper()
 		slices.Sort(pids)

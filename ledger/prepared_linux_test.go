@@ -22,44 +22,16 @@ func TestTryPrepared(t *testing.T) {
 	written := map[int]ledger.Row{}
 	start := func(pid int, wantPrepared bool) {
 		t.Helper()
-		tx, err := l.LockAppend(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prepared := tx.TryPrepared()
-		if !prepared {
-			if err := tx.PrepareAppend(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		var prepared bool
+		written[pid], prepared = startAppend(t, l, pid)
 		if prepared != wantPrepared {
 			t.Errorf("start of %d: prepared ahead %v, want %v", pid, prepared, wantPrepared)
 		}
-		row := rowFor(t, pid)
-		if _, err := tx.Append(row); err != nil {
-			t.Fatal(err)
-		}
-		written[pid] = row
-		ledger.AwaitTail(l)
 	}
-	// fileHas checks the file itself: a JSON array of exactly these pids.
 	fileHas := func(pids ...int) {
 		t.Helper()
-		b, err := os.ReadFile(l.Path())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rows []struct{ PID int }
-		if err := json.Unmarshal(b, &rows); err != nil {
-			t.Fatalf("ledger is not a JSON array: %v\n%s", err, b)
-		}
-		var got []int
-		for _, r := range rows {
-			got = append(got, r.PID)
-		}
-		slices.Sort(got)
 		slices.Sort(pids)
-		if !slices.Equal(got, pids) {
+		if got := filePIDs(t, l.Path()); !slices.Equal(got, pids) {
 			t.Errorf("ledger holds %v, want %v", got, pids)
 		}
 	}
@@ -80,4 +52,47 @@ func TestTryPrepared(t *testing.T) {
 	fileHas(pool[2], pool[3])
 	start(pool[4], true) // after the drop, made ahead again
 	fileHas(pool[2], pool[3], pool[4])
+}
+
+// startAppend makes the write of an owner's start of pid, as Owner.Start does (LockAppend, the
+// write prepared ahead or else PrepareAppend, Append), waits for its background, and returns the
+// row and whether the write was prepared ahead.
+func startAppend(t *testing.T, l *ledger.Ledger, pid int) (ledger.Row, bool) {
+	t.Helper()
+	tx, err := l.LockAppend(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepared := tx.TryPrepared()
+	if !prepared {
+		if err := tx.PrepareAppend(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := rowFor(t, pid)
+	if _, err := tx.Append(row); err != nil {
+		t.Fatal(err)
+	}
+	ledger.AwaitTail(l)
+	return row, prepared
+}
+
+// filePIDs reads the ledger file itself, which must be a JSON array, and returns its rows' PIDs,
+// sorted.
+func filePIDs(t *testing.T, path string) []int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct{ PID int }
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatalf("ledger is not a JSON array: %v\n%s", err, b)
+	}
+	var pids []int
+	for _, r := range rows {
+		pids = append(pids, r.PID)
+	}
+	slices.Sort(pids)
+	return pids
 }

@@ -60,18 +60,32 @@ func (l *Ledger) dropDue() {
 	}
 }
 
-// Flush writes the drops [Ledger.DropSoon] left pending, if any, now.
+// Flush writes the drops [Ledger.DropSoon] left pending, if any, now, and returns once every
+// drop given before the call is in the file.
 func (l *Ledger) Flush(ctx context.Context) error {
-	l.mu.Lock()
-	n := len(l.dropping)
-	l.mu.Unlock()
-	if n == 0 {
-		return nil
+	if l.pendingDrops() == 0 {
+		// None pending may mean that a transaction of this handle under way took them (a start's):
+		// its turn ends once it has written them or given them back, so the wait for the turn is
+		// the wait for that write.
+		endTurn, err := l.takeTurn(ctx)
+		if err != nil {
+			return fmt.Errorf("ledger: drop rows: %w", err)
+		}
+		endTurn()
+		if l.pendingDrops() == 0 {
+			return nil
+		}
 	}
 	if _, err := l.Update(ctx, nil, func(rows []Row) ([]Row, error) { return rows, nil }); err != nil {
 		return fmt.Errorf("ledger: drop rows: %w", err)
 	}
 	return nil
+}
+
+func (l *Ledger) pendingDrops() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.dropping)
 }
 
 // takeDrops takes the handle's pending drops into the transaction and removes them from its rows.

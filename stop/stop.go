@@ -210,7 +210,6 @@ func (t Target) signal(sig os.Signal) error {
 	return t.Process.Signal(sig)
 }
 
-// wait returns nil once the process has exited and its scope, if any, is empty.
 // exitedAll reports whether a wait's error says that the scope emptied: nil, or procid.ErrGone,
 // which a cgroup's wait returns when the cgroup was removed while it waited. Its owner removes it
 // once it has seen it empty (custody run, whose child the stop ended, does so at once), and a
@@ -218,6 +217,7 @@ func (t Target) signal(sig os.Signal) error {
 // Taken for a failure, it sent a needless SIGKILL and reported timed-out, no exit seen.
 func exitedAll(err error) bool { return err == nil || errors.Is(err, procid.ErrGone) }
 
+// wait returns nil once the process has exited and its scope, if any, is empty.
 func (t Target) wait(ctx context.Context) error {
 	if t.Process != nil {
 		if err := t.Process.Wait(ctx); err != nil {

@@ -39,11 +39,13 @@ func init() {
 		c.Env = append(os.Environ(), testproc.Env(args[0]))
 		c.Args = append([]string{os.Args[0]}, args[1:]...)
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		// Said before the start: the child's first line ("held") shares this output and, said
+		// after, could come first, and the test would wait for one it had passed.
+		fmt.Println("middle", os.Getpid())
 		if err := c.Start(); err != nil {
 			fmt.Println("error", err)
 			return 1
 		}
-		fmt.Println("middle", os.Getpid())
 		io.Copy(io.Discard, os.Stdin) // until its lifeline ends, or the test kills it
 		return 0
 	})

@@ -385,7 +385,8 @@ func appendPIDs(pids []int, b []byte) []int {
 	return pids
 }
 
-// wait returns nil once the cgroup is empty, or an error wrapping context.Cause(ctx). It sleeps in
+// wait returns nil once the cgroup is empty or removed (see emptyIfGone), or an error wrapping
+// context.Cause(ctx). It sleeps in
 // poll(2) on cgroup.events, which raises POLLPRI when "populated" changes; the poll is cut in
 // slices so that a cancelled ctx is seen within 50 ms.
 func (c *cgroup) wait(ctx context.Context) error {
@@ -394,24 +395,18 @@ func (c *cgroup) wait(ctx context.Context) error {
 		efd, err = unix.Openat(dir, "cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		return c.fileErr("openat", "cgroup.events", err)
 	})
-	if errors.Is(err, procid.ErrGone) {
-		return nil
-	}
 	if err != nil {
-		return err
+		return emptyIfGone(err)
 	}
 	defer unix.Close(efd)
 	for {
 		// Reading the file re-arms POLLPRI for the next change.
 		if _, err := unix.Seek(efd, 0, 0); err != nil {
-			return c.fileErr("seek", "cgroup.events", err)
+			return emptyIfGone(c.fileErr("seek", "cgroup.events", err))
 		}
 		b, err := readFrom(efd, "cgroup.events", false)
-		if err == unix.ENODEV {
-			return nil
-		}
 		if err != nil {
-			return c.fileErr("read", "cgroup.events", err)
+			return emptyIfGone(c.fileErr("read", "cgroup.events", err))
 		}
 		if pop, err := parsePopulated(b); err != nil || !pop {
 			return err
@@ -425,6 +420,18 @@ func (c *cgroup) wait(ctx context.Context) error {
 		}
 		unix.Poll([]unix.PollFd{{Fd: int32(efd), Events: unix.POLLPRI}}, int(slice.Milliseconds()))
 	}
+}
+
+// emptyIfGone is wait's reading of a cgroup removed while it is waited for: nil, since only an
+// empty cgroup can be removed. Its owner removes it as soon as it has seen it empty (custody run,
+// whose child a stop ended, does so at once), often while a stop still waits; the removal shows as
+// ENODEV or ENOENT at the next open, seek or read of cgroup.events. Taken for a failure, it made
+// such a stop send a needless SIGKILL and report timed-out, "no exit seen after the kill".
+func emptyIfGone(err error) error {
+	if errors.Is(err, procid.ErrGone) {
+		return nil
+	}
+	return err
 }
 
 // teardown kills what is left in the cgroup, waits up to closeWait for it to empty, and removes

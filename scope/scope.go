@@ -355,7 +355,8 @@ func (s *Scope) EmptyIn(c *Census) (bool, error) { return s.emptyIn(c) }
 // Wait to return.
 //
 // A cgroup scope needs no polling: Wait sleeps on cgroup.events, which the kernel wakes when the
-// cgroup empties, and a zombie is not a member (a process leaves its cgroup as it exits).
+// cgroup empties, and a zombie is not a member (a process leaves its cgroup as it exits). A cgroup
+// removed before or while Wait runs is empty (only an empty one can be removed): Wait returns nil.
 func (s *Scope) Wait(ctx context.Context) error { return s.wait(ctx) }
 
 // pollEmpty is Wait for scopes that offer no event for "empty".

@@ -137,7 +137,7 @@ func Stop(ctx context.Context, t Target, opts Options) Result {
 	graceCtx, cancel := context.WithTimeout(ctx, opts.grace())
 	err = t.wait(graceCtx)
 	cancel()
-	if exitedAll(err) {
+	if err == nil {
 		res.Outcome = Exited
 		return res
 	}
@@ -154,7 +154,7 @@ func (t Target) kill(ctx context.Context, res Result, opts Options) Result {
 	}
 	killCtx, cancel := context.WithTimeout(ctx, opts.killWait())
 	defer cancel()
-	if err := t.wait(killCtx); !exitedAll(err) {
+	if err := t.wait(killCtx); err != nil {
 		return timedOut(res, "no exit seen after the kill: "+err.Error())
 	}
 	res.Outcome = Exited
@@ -209,13 +209,6 @@ func (t Target) signal(sig os.Signal) error {
 	}
 	return t.Process.Signal(sig)
 }
-
-// exitedAll reports whether a wait's error says that the scope emptied: nil, or procid.ErrGone,
-// which a cgroup's wait returns when the cgroup was removed while it waited. Its owner removes it
-// once it has seen it empty (custody run, whose child the stop ended, does so at once), and a
-// cgroup can be removed only when no process is left in it: the removal is the exit's proof.
-// Taken for a failure, it sent a needless SIGKILL and reported timed-out, no exit seen.
-func exitedAll(err error) bool { return err == nil || errors.Is(err, procid.ErrGone) }
 
 // wait returns nil once the process has exited and its scope, if any, is empty.
 func (t Target) wait(ctx context.Context) error {

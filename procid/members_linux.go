@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/custody-dev/custody/internal/procfs"
 )
 
 // GroupHasLive reports whether any process of group pgid is alive, not a zombie, by scanning
@@ -53,7 +55,7 @@ func scanGroups(fn func(pgid int) bool) error {
 		if name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		n, err := readSmall(procRoot+"/"+name+"/stat", buf[:])
+		n, err := procfs.ReadSmall(procRoot+"/"+name+"/stat", buf[:])
 		if err == unix.ENOENT || err == unix.ESRCH {
 			continue // exited and reaped during the scan
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+
+	"github.com/custody-dev/custody/internal/procfs"
 )
 
 // _PF_KTHREAD is the per-process flag of kernel threads (include/linux/sched.h), field 9 of
@@ -12,7 +14,7 @@ const _PF_KTHREAD = 0x00200000
 
 func owner(pid int) (UIDs, error) {
 	var big [4096]byte // status runs to 1.5 KB
-	n, err := readSmall(procRoot+"/"+strconv.Itoa(pid)+"/status", big[:])
+	n, err := procfs.ReadSmall(procRoot+"/"+strconv.Itoa(pid)+"/status", big[:])
 	if err != nil {
 		return UIDs{}, classify(pid, err)
 	}
@@ -40,7 +42,7 @@ func owner(pid int) (UIDs, error) {
 func kernelThread(pid int) bool {
 	buf := statBufs.Get().(*[1024]byte)
 	defer statBufs.Put(buf)
-	n, err := readSmall(procRoot+"/"+strconv.Itoa(pid)+"/stat", buf[:])
+	n, err := procfs.ReadSmall(procRoot+"/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return false
 	}

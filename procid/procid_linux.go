@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/custody-dev/custody/internal/eintr"
+	"github.com/custody-dev/custody/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +30,7 @@ func read(pid int) (Incarnation, error) { return living(readChild(pid)) }
 func readChild(pid int) (Incarnation, error) {
 	buf := statBufs.Get().(*[1024]byte)
 	defer statBufs.Put(buf)
-	n, err := readSmall(procRoot+"/"+strconv.Itoa(pid)+"/stat", buf[:])
+	n, err := procfs.ReadSmall(procRoot+"/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return Incarnation{}, classify(pid, err)
 	}
@@ -45,31 +45,6 @@ func readChild(pid int) (Incarnation, error) {
 // statBufs holds read buffers: a stack buffer escapes through read(2)'s slice, and a kilobyte of
 // garbage per read adds up in a supervisor that runs with the collector off.
 var statBufs = sync.Pool{New: func() any { return new([1024]byte) }}
-
-// readSmall reads a whole small proc file into buf with three system calls and no os.File: the
-// hot path of a verified read of a large ledger is one of these per row, and an owned start's
-// read of its child is one. It reads only files the kernel renders whole at the first read
-// (/proc/PID/stat and status are single_open seq files), so a read that leaves room in buf has
-// returned everything, and the read that would return 0 is not made.
-func readSmall(path string, buf []byte) (int, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := eintr.Retry(func() (int, error) { return unix.Read(fd, buf[n:]) })
-		if err != nil {
-			return 0, err
-		}
-		n += m
-		if m == 0 || n < len(buf) {
-			break
-		}
-	}
-	return n, nil
-}
 
 // classify maps a failed /proc read to gone or unknown. ENOENT alone does not prove death: under
 // hidepid=1/2 another user's process has no visible /proc entry, so kill(pid, 0) settles it

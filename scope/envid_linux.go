@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/custody-dev/custody/authority"
+	"github.com/custody-dev/custody/internal/procfs"
 	"github.com/custody-dev/custody/procid"
 	"golang.org/x/sys/unix"
 )
@@ -98,31 +99,10 @@ func environCarries(pid int, ids []string, bp *[]byte) bool {
 	return err == nil && carries(b, ids)
 }
 
-// readEnviron appends pid's environment block to b. It reads through the raw descriptor, not an
-// os.File: a sweep reads one block per process of the user, and os.Open of a /proc file costs
-// syscalls of its own (the poller's registration, refused for it) on each.
+// readEnviron appends pid's environment block to b, through the raw descriptor (see procfs): a
+// sweep reads one block per process of the user.
 func readEnviron(pid int, b []byte) ([]byte, error) {
-	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/environ", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return b, err
-	}
-	defer unix.Close(fd)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return b, err
-		}
-		if n == 0 {
-			return b, nil
-		}
-		b = b[:len(b)+n]
-	}
+	return procfs.Append("/proc/"+strconv.Itoa(pid)+"/environ", b)
 }
 
 // strayProven reports whether the process fd names is the one whose environment was read after fd was

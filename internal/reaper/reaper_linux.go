@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/internal/eintr"
+	"github.com/custody-dev/custody/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -262,9 +263,10 @@ func children() []int {
 		d.Close()
 	}
 	var out []int
-	buf := make([]byte, 4096)
+	buf := make([]byte, 0, 4096)
 	for _, t := range tasks {
-		b, err := readProc("/proc/self/task/"+t+"/children", buf)
+		b, err := procfs.Append("/proc/self/task/"+t+"/children", buf[:0])
+		buf = b // a long file's growth serves the next thread's too
 		if err != nil {
 			continue
 		}
@@ -281,7 +283,7 @@ func children() []int {
 // name may hold any byte), or 0.
 func state(pid int) byte {
 	var buf [1024]byte
-	b, err := readProc("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
+	b, err := procfs.Append("/proc/"+strconv.Itoa(pid)+"/stat", buf[:0])
 	if i := bytes.LastIndexByte(b, ')'); err == nil && i >= 0 && i+2 < len(b) {
 		return b[i+2]
 	}
@@ -304,7 +306,7 @@ func pidfdPIDs(pins []pinned) map[int]bool {
 			continue
 		}
 		var buf [1024]byte
-		b, err := readProc("/proc/self/fdinfo/"+fd.Name(), buf[:])
+		b, err := procfs.Append("/proc/self/fdinfo/"+fd.Name(), buf[:0])
 		if err != nil {
 			continue
 		}
@@ -324,30 +326,4 @@ func pidfdPIDs(pins []pinned) map[int]bool {
 // name its files as its other users see them.
 func isPidfd(link string) bool {
 	return link == "anon_inode:[pidfd]" || len(link) > 6 && link[:6] == "pidfd:"
-}
-
-// readProc reads a /proc file into buf, growing it when the file is longer, through plain system
-// calls: os.ReadFile would register each descriptor with the runtime's poller first (and be
-// refused, a regular file), which doubles the calls of a pass that reads one file per thread and
-// per child, and runs at the end of every custody run.
-func readProc(path string, buf []byte) ([]byte, error) {
-	fd, err := eintr.Retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0) })
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	n := 0
-	for {
-		if n == len(buf) {
-			buf = append(buf, make([]byte, len(buf))...)
-		}
-		m, err := eintr.Retry(func() (int, error) { return unix.Read(fd, buf[n:]) })
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			return buf[:n], nil
-		}
-		n += m
-	}
 }

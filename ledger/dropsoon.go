@@ -15,7 +15,7 @@ const DropDelay = 50 * time.Millisecond
 // their own: the rewrite an owner's next start makes anyway (its row appended) carries the drop of
 // the rows of the children that ended since, so that a child costs the ledger one write, not two.
 // When no write of the handle comes within [DropDelay], the handle writes the drop by itself;
-// [Ledger.Flush] and [Ledger.Close] write it at once.
+// [Ledger.Flush] and [Ledger.Close] write it at once, and after Close DropSoon itself does.
 //
 // Until then the rows stay in the file. Such a row names an exited process, and every reader
 // proves a row before acting on it (by the start and the pidfs id its process had): a row whose
@@ -29,6 +29,15 @@ func (l *Ledger) DropSoon(rows []Row) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.dropping = append(l.dropping, rows...)
+	if l.closed {
+		// After Close no later write of the handle is to come, and its user may be removing the
+		// ledger's directory: a timer's write then would land in it (a child released after its
+		// owner closed, its exit late). The drop is written now, as Drop writes it.
+		l.mu.Unlock()
+		l.Flush(context.Background())
+		l.mu.Lock()
+		return
+	}
 	l.armDropLocked()
 	// A spare filled with one of the rows (see fillSpare) would have the next start's write keep
 	// it (see TryPrepared): it is filled again without them, off the start's path.

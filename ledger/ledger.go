@@ -57,9 +57,10 @@ type Ledger struct {
 	dropTimer *time.Timer    // writes them when no write came within DropDelay
 	refills   sync.WaitGroup // DropSoon's fills of the spare without the rows it drops
 
-	tail chan struct{} // closed when the last append's background has ended (see background)
-	held *heldLock     // the lock file kept open between transactions, when no transaction has it
-	turn chan struct{} // holds a token while one of the handle's transactions runs (see takeTurn)
+	tail   chan struct{} // closed when the last append's background has ended (see background)
+	held   *heldLock     // the lock file kept open between transactions, when no transaction has it
+	closed bool          // Close was called: DropSoon writes at once from then on (see DropSoon)
+	turn   chan struct{} // holds a token while one of the handle's transactions runs (see takeTurn)
 }
 
 // Open returns a handle on the ledger at path (see [Resolve]). It touches nothing on disk.
@@ -81,6 +82,7 @@ func (l *Ledger) Close() error {
 	l.mu.Lock()
 	h := l.held
 	l.held = nil
+	l.closed = true
 	l.mu.Unlock()
 	h.close()
 	return err

@@ -155,6 +155,12 @@ type proc struct {
 // Start starts the supervisor now rather than at the first [Client.Register], to take the start
 // out of the window between spawning a child and covering it. A supervisor started for nothing is
 // released after IdleGrace like any idle one.
+//
+// Start, and a registration that starts a supervisor, return once the supervisor is ready to read
+// its pipe on the process-group path (a nest socket must listen first) and with a Command; the
+// built-in supervisor on the cgroup path is only started, its readiness awaited in the
+// background: lines written meanwhile wait in the pipe and are read even if the owner dies before
+// the supervisor runs. One not ready within StartTimeout is then a loss, told to Notify.
 func (c *Client) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

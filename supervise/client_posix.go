@@ -27,7 +27,15 @@ const readyFD = 3
 
 func ownGroup() int { return unix.Getpgrp() }
 
-// spawn starts a supervisor and waits until it is ready to read its pipe.
+// spawn starts a supervisor. It waits until the supervisor is ready to read its pipe where a
+// nest socket must listen first (the process-group path: a child's first dial must find it) and
+// for a supervisor the Client does not build itself (Command). Elsewhere (the built-in supervisor
+// on the cgroup path) it returns once the process is started and its readiness is awaited in the
+// background: the lines written meanwhile wait in the pipe, and the supervisor reads every one of
+// them even when its owner died before it ran (see dyingReader), so a child covered by them is
+// covered from its first instruction, and the Go runtime's start in a second process, about as
+// long as the owner's own, is no longer on the child's path. A supervisor not ready within
+// StartTimeout is then a loss, told to Notify and replaced, as one that dies later is.
 func (c *Client) spawn() (p *proc, err error) {
 	cmd, err := c.command()
 	if err != nil {
@@ -50,7 +58,12 @@ func (c *Client) spawn() (p *proc, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
-	defer ready.Close()
+	later := len(c.Command) == 0 && c.nestDir == "" // command() has chosen the nest
+	defer func() {
+		if err != nil || !later {
+			ready.Close()
+		}
+	}()
 	cmd.Stdin = r
 	// Not cmd.Stderr = c.Stderr: a nil *os.File in the interface would start the supervisor
 	// with descriptor 2 closed, and its next open(2) would take that number.
@@ -79,6 +92,12 @@ func (c *Client) spawn() (p *proc, err error) {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	started := time.Now()
+	p = &proc{cmd: cmd, w: w, started: started, give: give, nest: c.nestDir}
+	if later {
+		c.waiters.Add(1)
+		go c.awaitReadyLater(p, ready)
+		return p, nil
+	}
 	if err := awaitReady(ready, c.startTimeout()); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -88,7 +107,25 @@ func (c *Client) spawn() (p *proc, err error) {
 		}
 		return nil, fmt.Errorf("start supervisor %s: %w", cmd.Path, err)
 	}
-	return &proc{cmd: cmd, w: w, started: started, give: give, nest: c.nestDir}, nil
+	return p, nil
+}
+
+// awaitReadyLater awaits the readiness of p, started by spawn without waiting for it, and closes
+// ready. A supervisor that is not ready in time is a loss while it is the current one, handled as
+// a death: killed, reported, replaced. One that exited first is its waiter's to report; one
+// released or replaced meanwhile is nobody's concern.
+func (c *Client) awaitReadyLater(p *proc, ready *os.File) {
+	defer c.waiters.Done()
+	err := awaitReady(ready, c.startTimeout())
+	ready.Close()
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sup == p {
+		c.lostLocked(p, fmt.Errorf("%w (does main call custody.Init first?)", err))
+	}
 }
 
 // awaitReady waits for the supervisor's readiness byte.

@@ -60,8 +60,11 @@
 //
 // Readiness: a starter that wants to know when the supervisor reads its pipe passes a pipe's
 // write end as an inherited descriptor and names it in $CUSTODY_SUPERVISOR_READY_FD ([EnvReadyFD]);
-// [Run] writes one byte to it and closes it. The protocol itself needs no acknowledgement (lines
-// wait in the pipe), so a starter that does not care, like a shell script, passes nothing.
+// [Run] writes one byte to it and closes it; a write that finds the read end closed (the starter
+// stopped waiting, or died) is no error, and the pipe is served. The protocol itself needs no
+// acknowledgement (lines wait in the pipe), so a starter that does not care, like a shell script,
+// passes nothing. [Client] waits for the byte before it returns only where it must (see
+// [Client.Start]).
 //
 // A group is gone when kill(-pgid, 0) fails with ESRCH, or (Linux) when a scan of /proc finds
 // none of its members alive: zombies have exited, and an init that does not reap orphans would

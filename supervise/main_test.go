@@ -25,12 +25,32 @@ const envRequire = "CUSTODY_REQUIRE_PRIVILEGED"
 
 func TestMain(m *testing.M) {
 	// The Client's default supervisor re-executes this binary: Init turns that copy into it.
+	holdSupervisor()
 	supervise.Init()
 	testproc.RunHelper()
 	if err := becomeReaper(); err != nil {
 		reaperErr = err
 	}
 	testproc.Main(m)
+}
+
+// envHold names a file that a supervisor started by this binary waits for before it calls Init,
+// so that a test can act while a supervisor it started is not yet ready (see holdSupervisor).
+const envHold = "CUSTODY_TEST_HOLD_SUPERVISOR"
+
+// holdSupervisor, in a copy of this binary started as a supervisor with $envHold set, waits until
+// the file it names exists, for up to a minute: a supervisor whose runtime is slow to start, as
+// one on a loaded machine is, frozen at the point where it has not read its pipe yet.
+func holdSupervisor() {
+	f := os.Getenv(envHold)
+	if f == "" || os.Getenv(supervise.EnvSupervisor) != "1" {
+		return
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(f); err == nil {
+			return
+		}
+	}
 }
 
 // reaperErr says why this test process could not become the reaper of its orphaned descendants.

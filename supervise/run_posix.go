@@ -61,7 +61,11 @@ func signalReady() error {
 	}
 	defer unix.Close(fd)
 	_, err = eintr.Retry(func() (int, error) { return unix.Write(fd, []byte{'R'}) })
-	if err != nil {
+	// EPIPE: nobody holds the read end any more. The starter did not wait (the Client does not
+	// on the cgroup path) and has died or given up since: the lines it wrote before are still in
+	// the pipe, and serving them is the supervisor's whole purpose, so the wait that is over is no
+	// reason to stop. (SIGPIPE is ignored: the write fails instead of killing the supervisor.)
+	if err != nil && err != unix.EPIPE {
 		return fmt.Errorf("signal ready: %w", os.NewSyscallError("write", err))
 	}
 	return nil

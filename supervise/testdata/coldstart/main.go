@@ -1,7 +1,8 @@
 // Command coldstart is the smallest Go program that owns children with custody. It measures its
 // supervisor's cold start as its owner sees it: -n times, from before supervise.Client.Start to
-// its return (the supervisor, this binary re-executed, has signalled readiness), and prints the
-// durations in nanoseconds, one a line. BenchmarkSupervisorStart builds and runs it.
+// its return (on the process-group path the supervisor, this binary re-executed, has signalled
+// readiness; on the cgroup path it has been started, its readiness awaited beside), and prints
+// the durations in nanoseconds, one a line. BenchmarkSupervisorStart builds and runs it.
 package main
 
 import (

@@ -14,10 +14,16 @@ import (
 // kept their environment.
 func stampScopeID(cmd *exec.Cmd) { cmd.Env = scope.StampEnvID(cmd.Env, scope.NewEnvID()) }
 
-// scopeID returns the id stampScopeID gave the child, or "" (an adopted child, whose id is its
-// row's).
+// scopeID returns the child's scope id: the one stampScopeID gave it, or for an adopted child
+// the one its row records (its giver's owner stamped it), or "" when the row has none or holds
+// something that is not a scope id. An adopted child is swept by its id as an owned one is: a
+// descendant that left its process group for a session of its own is the receiver's to stop, at
+// a stop, at a release's emptiness check and at the receiver's death.
 func (c *Child) scopeID() string {
 	if c.cmd == nil {
+		if id := c.row.ScopeID; scope.ValidEnvID(id) {
+			return id
+		}
 		return ""
 	}
 	return scope.EnvIDOf(c.cmd.Env)

@@ -148,7 +148,7 @@ func (o *Owner) take(ctx context.Context, off offer) (_ *Child, err error) {
 		return nil, err
 	}
 	hook("receipt")
-	if err := o.coverAdopted(c.scope); err != nil {
+	if err := o.coverAdopted(c.scope, c.scopeID()); err != nil {
 		return nil, err
 	}
 	c.covered = true

@@ -25,6 +25,6 @@ func (c *Child) shareJob(int) (uint64, error) { return 0, errNoTransfer }
 
 func adoptScope(offer, procid.ID) (*scope.Scope, error) { return nil, errNoTransfer }
 
-func (o *Owner) coverAdopted(*scope.Scope) error { return errNoTransfer }
+func (o *Owner) coverAdopted(*scope.Scope, string) error { return errNoTransfer }
 
 func (c *Child) exitStatus() error { return errNoTransfer }

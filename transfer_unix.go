@@ -97,8 +97,9 @@ func adoptScope(off offer, leader procid.ID) (*scope.Scope, error) {
 }
 
 // coverAdopted covers an adopted scope with this owner's supervisor: a cgroup by its path, a
-// process group bound to its leader.
-func (o *Owner) coverAdopted(s *scope.Scope) error { return o.cover(s, "") }
+// process group bound to its leader and with the scope id its row records, so that this owner's
+// death reaches the descendants that left the group too.
+func (o *Owner) coverAdopted(s *scope.Scope, scopeID string) error { return o.cover(s, scopeID) }
 
 // exitStatus reads how the adopted child ended where the kernel tells a non-parent (Linux 6.15+,
 // once the parent has reaped it: see authority.Process.ExitStatus), waiting up to reapWait for

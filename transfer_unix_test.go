@@ -32,6 +32,22 @@ func init() {
 	testproc.Register("giver", helperGiver)
 	testproc.Register("receiver", helperReceiver)
 	testproc.Register("handed-worker", helperHandedWorker)
+	testproc.Register("stopping-receiver", helperStoppingReceiver)
+}
+
+// helperStoppingReceiver adopts the grant args[1] into an owner of ledger args[0], prints
+// "adopted <pid>", stops the child and prints "stopped <outcome>", then blocks until killed.
+func helperStoppingReceiver(args []string) int {
+	o := &custody.Owner{Ledger: ledger.Open(args[0]), Supervisor: &supervise.Client{Grace: time.Second}}
+	c, err := o.Adopt(context.Background(), args[1])
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("adopted", c.ID.PID)
+	res := c.Stop(context.Background(), custody.StopOptions{Grace: time.Second})
+	fmt.Println("stopped", res.Outcome)
+	select {}
 }
 
 // helperHandedWorker is a child to be handed over. It starts a grandchild in its process group
@@ -344,8 +360,9 @@ func killAndWait(t *testing.T, p *testproc.Proc) {
 }
 
 // TestTransfer: after the receipt the giver is SIGKILLed and the child lives, owned by the
-// receiver; then the receiver is SIGKILLed and the child's whole scope dies with it (a cgroup
-// scope: its escaped grandchild too). As the test's user (root: cgroups where writable, and
+// receiver; then the receiver is SIGKILLed and the child's whole scope dies with it, its
+// grandchild escaped to a session of its own too (a cgroup holds it; on the process-group path
+// the receiver's supervisor finds it by the scope id). As the test's user (root: cgroups where writable, and
 // process groups) and as an ordinary user.
 func TestTransfer(t *testing.T) {
 	for _, tc := range []struct {
@@ -382,9 +399,31 @@ func TestTransfer(t *testing.T) {
 			}
 			killAndWait(t, r)
 			waitGone(t, "after the receiver's death, the child's group", g.child, g.grandchild)
-			if scopeOf(t, env.ledger, g.child.PID) == "cgroup" {
-				waitGone(t, "after the receiver's death, the child's escaped grandchild", g.escapee)
+			// The escapee left the group but not the cgroup, nor the environment that carries the
+			// scope id the row records, with which the receiver covered the group.
+			waitGone(t, "after the receiver's death, the child's escaped grandchild", g.escapee)
+		})
+	}
+}
+
+// TestTransferThenStop: the receiver's stop of an adopted child ends its whole scope, the
+// grandchild that escaped to a session of its own included (on the process-group path through
+// the scope id the row records).
+func TestTransferThenStop(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{{"self", nil}, {"self-pgrp", []string{scope.EnvContainment + "=process-group"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTransferEnv(t, false)
+			env.env = tc.env
+			g := startGiver(t, env)
+			r := testproc.Start(t, env.command(t, "stopping-receiver", env.ledger, g.grant))
+			r.Expect("adopted ", 30*time.Second)
+			if f := r.Expect("stopped ", 30*time.Second); f[0] != "exited" {
+				t.Fatalf("the receiver's stop: %v, want exited", f)
 			}
+			waitGone(t, "after the receiver's stop, the child's scope", g.child, g.grandchild, g.escapee)
 		})
 	}
 }

@@ -96,7 +96,7 @@ func adoptScope(off offer, leader procid.ID) (*scope.Scope, error) {
 }
 
 // coverAdopted: the job handle is the cover.
-func (o *Owner) coverAdopted(s *scope.Scope) error { return o.cover(s, "") }
+func (o *Owner) coverAdopted(s *scope.Scope, scopeID string) error { return o.cover(s, scopeID) }
 
 // exitStatus reads the adopted child's exit code, which Windows tells any holder of a handle on
 // it (see authority.Process.ExitStatus).

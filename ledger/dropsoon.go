@@ -27,7 +27,6 @@ func (l *Ledger) DropSoon(rows []Row) {
 		return
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.dropping = append(l.dropping, rows...)
 	if l.closed {
 		// After Close no later write of the handle is to come, and its user may be removing the
@@ -35,9 +34,9 @@ func (l *Ledger) DropSoon(rows []Row) {
 		// owner closed, its exit late). The drop is written now, as Drop writes it.
 		l.mu.Unlock()
 		l.Flush(context.Background())
-		l.mu.Lock()
 		return
 	}
+	defer l.mu.Unlock()
 	l.armDropLocked()
 	// A spare filled with one of the rows (see fillSpare) would have the next start's write keep
 	// it (see TryPrepared): it is filled again without them, off the start's path.

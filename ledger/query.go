@@ -21,6 +21,11 @@ type Query struct {
 	// Verified keeps only rows whose identity is proven now (exact start, or epoch start within
 	// two seconds of a recorded create time). Otherwise every row not provably dead is kept.
 	Verified bool
+	// Remains, when set and Verified is not, keeps a row whose process is provably dead when it
+	// reports true: its scope still holds processes (see stop.Remains). Such an entry's State is
+	// procid.Dead. Only the fields judging reads are decoded in the row it is given by
+	// [Ledger.Query] (see [Row.Decoded]).
+	Remains func(*Row) bool
 }
 
 // Query reads the rows and judges each one's liveness and its spawner's. Each PID is read once
@@ -77,7 +82,10 @@ func judge(rows []Row, q Query, reads procid.Reads) []Entry {
 		}
 		e := Entry{Row: r}
 		e.State, e.Proof = reads.Check(r.Record(), q.Verified)
-		if e.State == procid.Dead || (q.Verified && e.Proof == procid.NoProof) {
+		if q.Verified && e.Proof == procid.NoProof {
+			continue
+		}
+		if e.State == procid.Dead && (q.Verified || q.Remains == nil || !q.Remains(r)) {
 			continue
 		}
 		e.SpawnerState = spawnerState(reads, r)

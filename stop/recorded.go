@@ -102,3 +102,20 @@ func openScope(rec procid.Record, d scope.Desc) (*scope.Scope, error) {
 	}
 	return s, err
 }
+
+// Remains reports whether the scope d records for the process rec still holds processes now that
+// the process is gone: a daemon its leader left in its cgroup, the members of the group it led. A
+// stop or a reap of its row reaches them ([Recorded]); a listing shows the row for them. The
+// scope is opened as a stop opens it, proven against the record, and only read: nothing is
+// signalled, and a cgroup is let go, never closed (which would kill what is in it). Processes
+// that left a process group, found only by the scope id in their environment, are not looked for
+// here: that takes a pass over every process's environment.
+func Remains(rec procid.Record, d scope.Desc) bool {
+	s, err := openScope(rec, d)
+	if err != nil || s == nil {
+		return false
+	}
+	defer s.Release()
+	empty, err := s.Empty()
+	return err == nil && !empty
+}

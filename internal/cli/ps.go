@@ -18,7 +18,9 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
+	"github.com/custody-dev/custody/stop"
 )
 
 type psOptions struct {
@@ -28,9 +30,12 @@ type psOptions struct {
 }
 
 const psHelp = `List the ledger's rows that are not provably dead, with each one's state and its spawner's
-state: alive, dead, unknown (it could not be read), or unrecorded. Every row of the ledger is
-listed (the ledger is the user's own); --install ID lists only the rows of one install, the
-12-hex-digit id in the INSTALL column, which hashes the directory the spawning program ran from.
+state: alive, dead, unknown (it could not be read), or unrecorded. A row whose process has exited
+is listed too, with state exited, while the scope its row records still holds processes (a daemon
+it left in its cgroup, the rest of the process group it led): they are custody's until a stop or
+a reap of that row ends them. Every row of the ledger is listed (the ledger is the user's own);
+--install ID lists only the rows of one install, the 12-hex-digit id in the INSTALL column, which
+hashes the directory the spawning program ran from.
 
 Columns: PID, STATE, AGE (since the process started), OWNER (the PID of the owner whose supervisor
 covers it), CALLER (the process that owner serves, whose end ends the child: custody run's and
@@ -79,7 +84,7 @@ func runPs(ctx context.Context, o *psOptions) error {
 	if err != nil {
 		return err
 	}
-	q := ledger.Query{Install: o.install}
+	q := ledger.Query{Install: o.install, Remains: scopeRemains}
 	var entries []ledger.Entry
 	if o.json { // the rows' own bytes are printed: only what judging reads is decoded
 		entries, err = l.Query(ctx, q)
@@ -102,6 +107,23 @@ func runPs(ctx context.Context, o *psOptions) error {
 	return writePsTable(o.stdout, entries, time.Now())
 }
 
+// scopeRemains keeps the row of a process that is gone while the scope its row records still
+// holds processes (see stop.Remains): the daemon a leader left in its cgroup is custody's until a
+// stop or a reap of that row ends it, and a listing that hid the row would hide it too.
+func scopeRemains(r *ledger.Row) bool {
+	full := r.Decoded() // a query decodes only what judging reads; the scope's fields are needed
+	return stop.Remains(full.Record(), full.ScopeDesc())
+}
+
+// stateWord is the STATE a row is listed with: its process's state, or "exited" for a process
+// that is gone, listed for what its scope still holds (see scopeRemains).
+func stateWord(e ledger.Entry) string {
+	if e.State == procid.Dead {
+		return "exited"
+	}
+	return e.State.String()
+}
+
 // writePsJSON prints each row's own bytes with state and spawner_state added, so fields written by
 // other programs pass through untouched.
 func writePsJSON(w io.Writer, entries []ledger.Entry) error {
@@ -116,7 +138,7 @@ func writePsJSON(w io.Writer, entries []ledger.Entry) error {
 			b.WriteString(",")
 		}
 		b.WriteString("\n")
-		if err := writeWithStates(b, raw, e.Foreign(), e.State.String(), e.SpawnerState); err != nil {
+		if err := writeWithStates(b, raw, e.Foreign(), stateWord(e), e.SpawnerState); err != nil {
 			return fmt.Errorf("ps: pid %d: %w", e.PID, err)
 		}
 	}
@@ -177,7 +199,7 @@ func writePsTable(w io.Writer, entries []ledger.Entry, now time.Time) error {
 	for _, n := range nest(entries) {
 		e := n.e
 		rows = append(rows, []string{strings.Repeat("  ", n.depth) + strconv.Itoa(e.PID),
-			e.State.String(), age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.CallerPID), pidOrDash(e.SpawnerPID), e.SpawnerState,
+			stateWord(e), age(e.CreateTime, now), pidOrDash(e.Owner), pidOrDash(e.CallerPID), pidOrDash(e.SpawnerPID), e.SpawnerState,
 			cell(containment(*e.Row)), cell(e.Purpose), cell(e.Install), argvCell(e.Argv)})
 	}
 	writeColumns(bw, rows)

@@ -370,6 +370,36 @@ func TestSocket(t *testing.T) {
 	}
 }
 
+// TestSocketAcceptWithin: an agent on a socket that no client connects to within --accept-within
+// exits with status 3, one line on stderr, its socket's node removed, the ledger untouched.
+func TestSocketAcceptWithin(t *testing.T) {
+	dir := testproc.TempDir(t)
+	os.Chmod(dir, 0o700)
+	path := filepath.Join(dir, "agent.sock")
+	led := ledgerPath(t)
+	cmd := testproc.Helper(t, "custody", "--ledger", led, "agent", "--socket", path, "--accept-within", "200ms")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code != 3 || len(lines) != 1 || !strings.Contains(lines[0], "no client connected within 200ms") {
+		t.Fatalf("agent nobody connected to: exit %d, stderr %q; want 3 and one line saying so", code, stderr.String())
+	}
+	if string(out) != "ready "+path+"\n" {
+		t.Errorf("stdout %q, want the ready line alone", out)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		t.Errorf("the socket's node outlived the agent")
+	}
+	if _, err := os.Stat(led); err == nil {
+		t.Errorf("the ledger was written by an agent that started nothing")
+	}
+}
+
 // TestPythonClient: the transcript's client, in Python with the standard library alone.
 func TestPythonClient(t *testing.T) {
 	const python = "/usr/bin/python3"
@@ -555,6 +585,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"agent", "--fd", "1"}, 2},
 		{[]string{"agent", "--fd", "3", "--grace", "0s"}, 2},
 		{[]string{"agent", "--fd", "3", "extra"}, 2},
+		{[]string{"agent", "--fd", "3", "--accept-within", "1s"}, 2}, // only a socket waits for its client
+		{[]string{"agent", "--socket", "x", "--accept-within", "-1s"}, 2},
 		{[]string{"agent", "--fd", "3"}, 1},                          // descriptor 3 is not a socket
 		{[]string{"agent", "--fd", "9"}, 1},                          // nor open
 		{[]string{"agent", "--socket", filepath.Join(open, "s")}, 1}, // a directory others can write

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -76,12 +77,23 @@ func Listen(path string) (*Socket, error) {
 	return &Socket{path: path, ln: ln}, nil
 }
 
+// ErrNoClient is Accept's error when no client connected within its bound.
+var ErrNoClient = errors.New("no client connected")
+
 // Accept returns the first client of the agent's user, with its credentials as the kernel
 // recorded them at connect(2). A connection of another user is refused and closed, and the wait
-// goes on. From then on every connection is refused: one agent, one owner.
-func (s *Socket) Accept() (*net.UnixConn, localsock.Cred, error) {
+// goes on. From then on every connection is refused: one agent, one owner. A within above zero
+// bounds the wait: when no client of the user has connected by then, the error wraps
+// ErrNoClient.
+func (s *Socket) Accept(within time.Duration) (*net.UnixConn, localsock.Cred, error) {
+	if within > 0 {
+		s.ln.SetDeadline(time.Now().Add(within))
+	}
 	for {
 		c, err := s.ln.AcceptUnix()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, localsock.Cred{}, fmt.Errorf("agent: %w within %v", ErrNoClient, within)
+		}
 		if err != nil {
 			return nil, localsock.Cred{}, fmt.Errorf("agent: accept: %w", err)
 		}
@@ -90,6 +102,7 @@ func (s *Socket) Accept() (*net.UnixConn, localsock.Cred, error) {
 			refuse(c, codePermissionDenied, err.Error())
 			continue
 		}
+		s.ln.SetDeadline(time.Time{}) // the refusals of later connections wait for ever
 		s.once.Do(func() { go s.refuseAll() })
 		return c, cred, nil
 	}

@@ -16,6 +16,7 @@ type agentOptions struct {
 	fd     int
 	socket string
 	grace  time.Duration
+	within time.Duration // --accept-within
 }
 
 const agentHelp = `Serve one client as its owner: a program in any language drives this agent over a local socket
@@ -27,7 +28,9 @@ asks for pipes, which come back as descriptors, or for named pipes.
 With --fd N the client is the agent's parent, connected through descriptor N, one end of a
 socketpair the parent made. With --socket PATH the agent listens at PATH (its directory must be
 yours and not writable by others), prints "ready PATH" on standard output, and serves the first
-process of your user that connects; every later connection is refused.
+process of your user that connects; every later connection is refused. With --accept-within D
+it exits (status 3) when no client has connected within D: a starter that died before it
+connected leaves no agent waiting for ever.
 
 On Windows, --socket names a named pipe, \\.\pipe\NAME: the agent makes it with a DACL that
 admits you alone and a single instance (a second client's open fails with ERROR_PIPE_BUSY),
@@ -45,20 +48,23 @@ EXIT STATUS
   1   the agent could not set up (the socket, the ledger, the owner's handle), or a child's stop
       could not be proven at the end (its row stays, for reap)
   2   bad flags or arguments
-  3   the owner was already gone when the agent started; no child was started`
+  3   the owner was already gone when the agent started, or (--accept-within) never connected;
+      no child was started`
 
 func newAgent(g *globals) *cli.Command {
 	o := &agentOptions{globals: g, fd: -1}
 	return &cli.Command{
 		Name:        "agent",
 		Usage:       "Own children for a program in any language, driven over a socket",
-		UsageText:   "custody agent (--fd N | --socket PATH) [--grace D]",
+		UsageText:   "custody agent (--fd N | --socket PATH [--accept-within D]) [--grace D]",
 		Description: agentHelp,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "fd", Value: -1, Destination: &o.fd,
 				Usage: "serve the client on this inherited socket descriptor"},
 			&cli.StringFlag{Name: "socket", Destination: &o.socket,
 				Usage: "listen at this path and serve the first client of this user"},
+			&cli.DurationFlag{Name: "accept-within", Destination: &o.within,
+				Usage: "with --socket: exit (status 3) if no client has connected within this time"},
 			graceFlag(&o.grace, ", the default of every start and of the final stop"),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -79,6 +85,8 @@ func runAgent(_ context.Context, o *agentOptions) error {
 		return usagef("agent: give exactly one of --fd N and --socket PATH")
 	case o.fd >= 0 && o.fd <= 2:
 		return usagef("--fd %d: a standard stream is not the client's socket", o.fd)
+	case o.within < 0, o.within > 0 && o.socket == "":
+		return usagef("agent: --accept-within takes a duration above zero, with --socket")
 	}
 	tagEnv, err := o.tagName()
 	if err != nil {

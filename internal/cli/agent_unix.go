@@ -38,7 +38,9 @@ func serveAgent(o *agentOptions, cfg agent.Config) (err error) {
 		defer sock.Close()
 		fmt.Fprintf(o.stdout, "ready %s\n", o.socket)
 		var cred localsock.Cred
-		if conn, cred, err = sock.Accept(); err != nil {
+		if conn, cred, err = sock.Accept(o.within); errors.Is(err, agent.ErrNoClient) {
+			return codedError{exitAgentOwnerGone, fmt.Errorf("%w; nothing was started", err)}
+		} else if err != nil {
 			return err
 		}
 		if owner, err = caller.Open(cred.PID); err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/custody-dev/custody/internal/agent"
@@ -13,6 +14,9 @@ func serveAgent(o *agentOptions, cfg agent.Config) error {
 	if o.fd >= 0 {
 		_, err := agent.FromFD(o.fd)
 		return err
+	}
+	if o.within > 0 {
+		return fmt.Errorf("agent: --accept-within: %w on Windows", errors.ErrUnsupported)
 	}
 	pipe, err := agent.Listen(o.socket)
 	if err != nil {

@@ -87,8 +87,10 @@ func startServiceAgent(ctx context.Context, o *runOptions) (_ *serviceAgent, err
 	}
 	a := &serviceAgent{unit: fmt.Sprintf("custody-agent-%d-%d.service", me.PID, me.Start), dir: dir}
 	sock := filepath.Join(dir, "agent.sock")
+	// The agent waits for this process no longer than this process tries to connect: killed
+	// before it connected, it would otherwise leave the service waiting for a client for ever.
 	argv := []string{exe, "--ledger", led, "--install-root", o.installRootDir(), "agent", "--socket", sock,
-		"--grace", o.grace.String()}
+		"--accept-within", agentUp.String(), "--grace", o.grace.String()}
 	if name := o.tagEnvName(); name != "" {
 		argv = append(argv[:1], append([]string{"--tag-env", name}, argv[1:]...)...)
 	}

@@ -370,6 +370,20 @@ func TestSocket(t *testing.T) {
 	}
 }
 
+// exitOf runs cmd to its end and returns its exit status, its stdout and its stderr.
+func exitOf(t *testing.T, cmd *exec.Cmd) (code int, stdout, stderr string) {
+	t.Helper()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, string(out), errb.String()
+}
+
 // TestSocketAcceptWithin: an agent on a socket that no client connects to within --accept-within
 // exits with status 3, one line on stderr, its socket's node removed, the ledger untouched.
 func TestSocketAcceptWithin(t *testing.T) {
@@ -377,17 +391,11 @@ func TestSocketAcceptWithin(t *testing.T) {
 	os.Chmod(dir, 0o700)
 	path := filepath.Join(dir, "agent.sock")
 	led := ledgerPath(t)
-	cmd := testproc.Helper(t, "custody", "--ledger", led, "agent", "--socket", path, "--accept-within", "200ms")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	code, out, stderr := exitOf(t, testproc.Helper(t, "custody", "--ledger", led, "agent", "--socket", path,
+		"--accept-within", "200ms"))
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if code != 3 || len(lines) != 1 || !strings.Contains(lines[0], "no client connected within 200ms") {
-		t.Fatalf("agent nobody connected to: exit %d, stderr %q; want 3 and one line saying so", code, stderr.String())
+		t.Fatalf("agent nobody connected to: exit %d, stderr %q; want 3 and one line saying so", code, stderr)
 	}
 	if string(out) != "ready "+path+"\n" {
 		t.Errorf("stdout %q, want the ready line alone", out)
@@ -593,17 +601,11 @@ func TestUsage(t *testing.T) {
 	} {
 		cmd := testproc.Helper(t, "custody", append([]string{"--ledger", led}, tc.args...)...)
 		cmd.ExtraFiles = []*os.File{notSocket}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		code, out, stderr := exitOf(t, cmd)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		if code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], "custody: error: ") || len(out) != 0 {
 			t.Errorf("custody %q: exit %d, stderr %q, stdout %q; want exit %d and one error line", tc.args, code,
-				stderr.String(), out, tc.code)
+				stderr, out, tc.code)
 		}
 	}
 	if _, err := os.Stat(led); err == nil {

@@ -3,6 +3,7 @@ package stop
 import (
 	"context"
 	"errors"
+	"syscall"
 
 	"github.com/custody-dev/custody/authority"
 	"github.com/custody-dev/custody/procid"
@@ -116,6 +117,12 @@ func Remains(rec procid.Record, d scope.Desc) bool {
 		return false
 	}
 	defer s.Release()
+	// A group is asked as a signal would be sent (signal 0 delivers nothing): the number of a
+	// group that emptied since may now be a stranger's group's, whose leader took the PID, and
+	// the check refuses it, where emptiness by number alone would count its members.
+	if d.Kind == scope.KindGroup && s.Signal(syscall.Signal(0)) != nil {
+		return false
+	}
 	empty, err := s.Empty()
 	return err == nil && !empty
 }

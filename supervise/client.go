@@ -150,6 +150,7 @@ type proc struct {
 	started time.Time
 	give    func() // returns its death word once it has exited (Linux); may be nil
 	nest    string // the directory of its nest socket; "" when it has none
+	unready error  // why it was killed before it said it was ready (see awaitReadyLater); guarded by the Client's mu
 }
 
 // Start starts the supervisor now rather than at the first [Client.Register], to take the start
@@ -494,7 +495,9 @@ func (c *Client) wait(p *proc) {
 		}
 		return
 	}
-	if err == nil {
+	if p.unready != nil {
+		err = p.unready
+	} else if err == nil {
 		err = errors.New("exited")
 	}
 	c.lostLocked(p, err)

@@ -111,9 +111,10 @@ func (c *Client) spawn() (p *proc, err error) {
 }
 
 // awaitReadyLater awaits the readiness of p, started by spawn without waiting for it, and closes
-// ready. A supervisor that is not ready in time is a loss while it is the current one, handled as
-// a death: killed, reported, replaced. One that exited first is its waiter's to report; one
-// released or replaced meanwhile is nobody's concern.
+// ready. A current supervisor that is not ready in time, or exited before it was, is a loss: it
+// is killed, and its waiter handles the loss as it handles any death (reported, replaced, or with
+// nothing covered told as an idle release, so that the owner lets go of its reservations), with
+// this reason. One released or replaced meanwhile is left alone.
 func (c *Client) awaitReadyLater(p *proc, ready *os.File) {
 	defer c.waiters.Done()
 	err := awaitReady(ready, c.startTimeout())
@@ -122,9 +123,13 @@ func (c *Client) awaitReadyLater(p *proc, ready *os.File) {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sup == p {
-		c.lostLocked(p, fmt.Errorf("%w (does main call custody.Init first?)", err))
+	current := c.sup == p
+	if current {
+		p.unready = fmt.Errorf("%w (does main call custody.Init first?)", err)
+	}
+	c.mu.Unlock()
+	if current {
+		p.cmd.Process.Kill() // through its handle: once reaped, it reaches nothing
 	}
 }
 

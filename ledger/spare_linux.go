@@ -26,9 +26,11 @@ func makeSpare(path string) (*os.File, error) {
 }
 
 // nameSpare links the spare s into the ledger's directory under a temporary file's name and
-// opens it there. linkat through /proc/self/fd is how an unprivileged process names an O_TMPFILE
-// file (AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH). The directory is the ledger's, which only its
-// owner and root may write (see checkDir): the name opened is the file linked.
+// returns a handle of it by that name: a duplicate of s's descriptor, not an open of the name,
+// which would cost a start's write a path's look-up and could only find the same file (the
+// directory is the ledger's, which only its owner and root may write, see checkDir). linkat
+// through /proc/self/fd is how an unprivileged process names an O_TMPFILE file (AT_EMPTY_PATH
+// needs CAP_DAC_READ_SEARCH).
 func nameSpare(s *os.File, path string) (*os.File, error) {
 	c, err := s.SyscallConn()
 	if err != nil {
@@ -36,9 +38,13 @@ func nameSpare(s *os.File, path string) (*os.File, error) {
 	}
 	for range 8 {
 		name := path + ".tmp-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
-		var linkErr error
+		var linkErr, dupErr error
+		dup := -1
 		if err := c.Control(func(fd uintptr) {
 			linkErr = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(fd)), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+			if linkErr == nil {
+				dup, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+			}
 		}); err != nil {
 			return nil, spareError("link", err)
 		}
@@ -48,12 +54,11 @@ func nameSpare(s *os.File, path string) (*os.File, error) {
 		if linkErr != nil {
 			return nil, spareError("link", &os.LinkError{Op: "link", Old: s.Name(), New: name, Err: linkErr})
 		}
-		f, err := os.OpenFile(name, os.O_RDWR|openFlags, 0)
-		if err != nil {
+		if dupErr != nil {
 			os.Remove(name)
-			return nil, spareError("open", err)
+			return nil, spareError("dup", os.NewSyscallError("fcntl", dupErr))
 		}
-		return f, nil
+		return os.NewFile(uintptr(dup), name), nil
 	}
 	return nil, spareError("link", errors.New("no free temporary name"))
 }

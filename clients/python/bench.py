@@ -5,9 +5,14 @@ load changes during the run weighs on all alike; the medians of the rounds are c
 first custody call, which starts this process's agent, is timed apart and not counted. A third
 arm, the agent's own start of the same program (a bare ``start`` request, no environment or
 descriptors, then its exit event), splits custody.Popen's time into the agent's and the
-client's.
+client's. With ``--floor``, a fourth arm makes the same bare start through a floor agent (the
+binary of ``internal/benchagent``, built with ``go build``): one that speaks the protocol's start
+and exit around a plain start of the program and does nothing of custody's, so that what any
+helper process between this process and its children costs (the socket's trips, the wake-ups, a
+Go program's start) is measured beside custody's own share.
 
-    CUSTODY_BIN=/path/to/custody python3 bench.py [-n 200] [--program /bin/true] [--json]
+    CUSTODY_BIN=/path/to/custody python3 bench.py [-n 200] [--program /bin/true] [--floor BIN]
+        [--json]
 """
 
 import argparse
@@ -28,10 +33,10 @@ from custody import _agent  # noqa: E402
 class _Bare:
     """The agent's start alone, shaped like a Popen for once()."""
 
-    def __init__(self, argv):
+    def __init__(self, argv, agent=None):
         self._child = _agent.Child()
-        _agent.agent().call("start", {"argv": argv, "stdio": ["null", "null", "null"]},
-                            child=self._child)
+        (agent or _agent.agent()).call("start", {"argv": argv, "stdio": ["null", "null", "null"]},
+                                       child=self._child)
 
     def wait(self):
         self._child.done.wait()
@@ -52,19 +57,27 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=200, help="rounds (default 200)")
     parser.add_argument("--program", default="/bin/true")
+    parser.add_argument("--floor", metavar="BIN",
+                        help="also time bare starts through this floor agent (internal/benchagent)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     argv = [args.program]
 
     first = once(custody.Popen, argv)  # the agent's start, then the first child
     info = custody.agent_info()
-    plain, owned, bare = [], [], []
+    plain, owned, bare, floor = [], [], [], []
     arms = [(plain, subprocess.Popen), (owned, custody.Popen), (bare, _Bare)]
+    if args.floor:
+        floor_agent = _floor_agent(args.floor)
+        arms.append((floor, lambda argv: _Bare(argv, floor_agent)))
     for i in range(args.n):
-        for times, popen in arms[i % 3:] + arms[:i % 3]:
+        k = i % len(arms)
+        for times, popen in arms[k:] + arms[:k]:
             times.append(once(popen, argv))
     ms = {"subprocess": statistics.median(plain) * 1e3, "custody": statistics.median(owned) * 1e3,
           "agent": statistics.median(bare) * 1e3}
+    if floor:
+        ms["floor"] = statistics.median(floor) * 1e3
     result = {
         "program": args.program, "rounds": args.n, "python": platform.python_version(),
         "machine": "%s, %d CPUs, load %s" % (platform.platform(), os.cpu_count(),
@@ -78,6 +91,9 @@ def main():
         "agent_ratio": ms["agent"] / ms["subprocess"],
         "client_ms": ms["custody"] - ms["agent"],
     }
+    if floor:
+        result["floor_ratio"] = ms["floor"] / ms["subprocess"]
+        result["agent_over_floor"] = ms["agent"] / ms["floor"]
     if args.json:
         print(json.dumps(result))
         return
@@ -91,6 +107,22 @@ def main():
         ms["agent"], result["agent_ratio"], result["client_ms"]))
     print("p90    subprocess.Popen %.3f ms, custody.Popen %.3f ms" % (
         result["p90_ms"]["subprocess"], result["p90_ms"]["custody"]))
+    if floor:
+        print("median the floor agent's bare start %.3f ms (%.2fx); the agent's over it %.2fx" % (
+            ms["floor"], result["floor_ratio"], result["agent_over_floor"]))
+
+
+def _floor_agent(binary):
+    """A connection to a floor agent (see --floor), started as the client starts custody's."""
+    saved = os.environ.get("CUSTODY_BIN")
+    os.environ["CUSTODY_BIN"] = binary
+    try:
+        return _agent.Agent({})
+    finally:
+        if saved is None:
+            del os.environ["CUSTODY_BIN"]
+        else:
+            os.environ["CUSTODY_BIN"] = saved
 
 
 def _quantile(xs, q):

@@ -125,6 +125,10 @@ func startServiceAgent(ctx context.Context, o *runOptions) (_ *serviceAgent, err
 		a.conn.Close()
 		return nil, fmt.Errorf("run: the agent in %s did not say hello", a.unit)
 	}
+	// Connected, the socket's name has served: the agent takes no other client. The directory
+	// goes now rather than at this process's end, which a SIGKILL would skip, leaving it in the
+	// user's runtime directory for ever.
+	os.RemoveAll(dir)
 	return a, nil
 }
 

@@ -311,6 +311,9 @@ func TestSystemdService(t *testing.T) {
 		if _, err := os.Stat(unitDir); err == nil {
 			return fmt.Errorf("the service's cgroup %s is still there", unitDir)
 		}
+		if left, _ := filepath.Glob(fmt.Sprintf("/run/user/%d/custody-agent-*", m.uid)); len(left) > 0 {
+			return fmt.Errorf("custody run's socket directory is left in the user's runtime directory: %s", left)
+		}
 		return m.noUnits(t)
 	})
 }

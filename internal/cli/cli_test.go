@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -64,9 +65,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd) result {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd = startRetrying(t, cmd)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var err error
@@ -84,6 +83,28 @@ func runCmd(t *testing.T, cmd *exec.Cmd) result {
 		t.Fatal(err)
 	}
 	return result{code, out.String(), errb.String()}
+}
+
+// startRetrying starts cmd, or a copy of it. Under Wine, process creation fails now and then
+// while the machine is loaded (CreateProcess answers "Internal error" before any of the new
+// process runs), which says nothing of custody: on Windows a start that failed so is tried again
+// on a copy of cmd, up to twice. Elsewhere a failed start fails the test at once.
+func startRetrying(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		err := cmd.Start()
+		if err == nil {
+			return cmd
+		}
+		if runtime.GOOS != "windows" || attempt == 2 {
+			t.Fatal(err)
+		}
+		t.Logf("start %v: %v; trying again", cmd.Args, err)
+		again := testproc.Command(t, cmd.Path, cmd.Args[1:]...)
+		again.Args, again.Env, again.Dir, again.SysProcAttr = cmd.Args, cmd.Env, cmd.Dir, cmd.SysProcAttr
+		again.Stdin, again.Stdout, again.Stderr, again.WaitDelay = cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay
+		cmd = again
+	}
 }
 
 // ledgerPath returns a ledger path in a directory that does not exist yet.

@@ -396,6 +396,24 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// ReleaseIdle releases the supervisor now if it covers nothing, as the end of IdleGrace would
+// (the OnIdle hooks are told), and returns without waiting for it to exit: an owner that knows
+// it is done (custody run once its child's scope is released) lets the supervisor's exit run
+// beside its own last work, and its Close then waits for an exit already under way. A supervisor
+// that covers something, or none, is left as it is; a later cover starts one again.
+func (c *Client) ReleaseIdle() {
+	c.mu.Lock()
+	released := !c.closed && c.sup != nil && c.emptyLocked()
+	if released {
+		c.stopIdleLocked()
+		c.unreserveLocked()
+		c.releaseLocked()
+	}
+	tell := c.tellIdleLocked(released)
+	c.mu.Unlock()
+	tell()
+}
+
 // PID returns the running supervisor's PID, or 0 when none runs. It is observation (for tests,
 // benchmarks and diagnostics); the Client signals the supervisor only through its own handle.
 func (c *Client) PID() int {

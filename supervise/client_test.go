@@ -423,3 +423,52 @@ func TestNestSocketAfterIdleRelease(t *testing.T) {
 	}
 	conn.Close()
 }
+
+// TestReleaseIdle: ReleaseIdle leaves a supervisor that covers a group running; once the group
+// is uncovered it releases it at once, tells the OnIdle hooks and returns before its exit, which
+// follows (the supervisor sees its pipe's end with nothing to stop, and the group lives on).
+func TestReleaseIdle(t *testing.T) {
+	c := &supervise.Client{Grace: time.Second, IdleGrace: -1}
+	t.Cleanup(func() { c.Close() })
+	idle := make(chan struct{}, 1)
+	c.OnIdle(func() { idle <- struct{}{} })
+	kid := startHelper(t, "child", nil, helperOpts{setpgid: true, stdout: true})
+	k := readyIDs(t, []string{kid.line(20 * time.Second)})[0]
+	if err := c.Register(supervise.Group{PGID: k.PID, Start: k.Start}); err != nil {
+		t.Fatal(err)
+	}
+	sup, err := procid.Read(c.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ReleaseIdle()
+	if c.PID() != sup.PID {
+		t.Fatalf("ReleaseIdle with a group covered: supervisor %d, want %d still", c.PID(), sup.PID)
+	}
+	select {
+	case <-idle:
+		t.Fatal("ReleaseIdle with a group covered told the OnIdle hooks")
+	default:
+	}
+	if err := c.Unregister(k.PID); err != nil {
+		t.Fatal(err)
+	}
+	c.ReleaseIdle()
+	if c.PID() != 0 {
+		t.Fatalf("ReleaseIdle covering nothing: supervisor %d still the client's", c.PID())
+	}
+	select {
+	case <-idle:
+	default:
+		t.Fatal("ReleaseIdle covering nothing did not tell the OnIdle hooks")
+	}
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if sup.ID.Verify() == nil {
+			return fmt.Errorf("the released supervisor %v still runs", sup.ID)
+		}
+		return nil
+	})
+	if err := k.Verify(); err != nil {
+		t.Errorf("the group uncovered before the release: %v; want it alive", err)
+	}
+}

@@ -37,6 +37,18 @@ func checkGrace(d time.Duration) error {
 // stop the child again with the default grace instead. caller is the program custody answers to
 // (--owner), recorded in the child's row, or nil.
 func (g *globals) newOwner(l *ledger.Ledger, tagEnv, verb string, grace time.Duration, caller *procid.ID) *custody.Owner {
+	return g.newOwnerWith(l, tagEnv, grace, caller, g.newSupervisor(grace, verb))
+}
+
+// newOwnerWith is newOwner with the supervisor given, made by newSupervisor.
+func (g *globals) newOwnerWith(l *ledger.Ledger, tagEnv string, grace time.Duration, caller *procid.ID, sup *supervise.Client) *custody.Owner {
 	return &custody.Owner{Ledger: l, Install: g.install(), TagEnv: tagEnv, Caller: caller, Stop: stop.Options{Grace: grace},
-		Supervisor: &supervise.Client{Grace: grace, Notify: coverage(g.stderr, verb)}}
+		Supervisor: sup}
+}
+
+// newSupervisor returns the supervisor client of an owner that custody run or custody adopt
+// acts as: its stops of what it covers take grace, and a loss of cover is told on stderr as the
+// verb's.
+func (g *globals) newSupervisor(grace time.Duration, verb string) *supervise.Client {
+	return &supervise.Client{Grace: grace, Notify: coverage(g.stderr, verb)}
 }

@@ -153,6 +153,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	reaper.Prepare() // beside the checks below: before the reaper, before the first child
 	// Where no process can be identified (the BSDs), nothing can be owned: say that, first.
 	if err := procid.Supported(); err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -185,6 +186,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if needsService() { // an SSH session's cgroup: only a systemd service can hold delegated cgroups
 		return runInService(ctx, o, path, served)
 	}
+	// The supervisor starts beside the ledger's opening and the reaper's start, rather than in
+	// the child's start, which would wait for it (its fork and exec, some 0.6 ms here). Its
+	// error, if any, is the start's: Owner.Start asks for it again.
+	sup := o.newSupervisor(o.grace, "run")
+	defer sup.Close()
+	go sup.Start()
 	l, err := o.open()
 	if err != nil {
 		return err
@@ -194,8 +201,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// nothing, and custody runs on as under an init that does not reap.
 	orphans, _ := reaper.Start()
 	defer orphans.Close()
-	owner := o.newOwner(l, tagEnv, "run", o.grace, ownerID(served))
-	defer owner.Supervisor.Close()
+	owner := o.newOwnerWith(l, tagEnv, o.grace, ownerID(served), sup)
 	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
@@ -233,10 +239,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 		case <-ownerDone(served):
 			sayOwnerEnded(o.stderr, "run", served, child.ID.PID)
 			tty.restore()
-			if res := child.Stop(ctx, stop.Options{Grace: o.grace}); !res.OK() {
+			if res := stopAll(ctx, child, orphans, o.grace); !res.OK() {
 				fmt.Fprintf(o.stderr, "custody: warning: run: the child's scope: %s: %s\n", res.Outcome, res.Reason)
 			}
-			orphans.Stop(o.grace)
 			return statusError{exitOwnerGone}
 		case <-granted:
 			granted = nil
@@ -247,8 +252,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 	}
 	tty.restore()
-	res := child.Stop(ctx, stop.Options{Grace: o.grace})
-	orphans.Stop(o.grace)
+	res := stopAll(ctx, child, orphans, o.grace)
+	// Nothing left to cover: the supervisor's exit runs beside Owner.Close, and its Close waits
+	// for an exit under way. When something is still covered it stays, for Owner.Close's stop.
+	sup.ReleaseIdle()
 	if !res.OK() {
 		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's scope: %s: %s\n", res.Outcome, res.Reason)
 	}
@@ -257,6 +264,22 @@ func runRun(ctx context.Context, o *runOptions) error {
 		fmt.Fprintf(o.stderr, "custody: run: pid %d %s; %s\n", child.ID.PID, ended(code), leftover(res))
 	}
 	return statusError{code}
+}
+
+// stopAll stops what is left of the child's scope and the orphans that came to this process, at
+// once: they are apart (an orphan here left the scope, or was never in a cgroup), and each takes a
+// few hundred microseconds when there is nothing to stop (the scope's release writes the ledger;
+// the orphans' pass reads this process's children and descriptors), which custody run's end paid
+// one after the other.
+func stopAll(ctx context.Context, child *custody.Child, orphans *reaper.Reaper, grace time.Duration) stop.Result {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		orphans.Stop(grace)
+	}()
+	res := child.Stop(ctx, stop.Options{Grace: grace})
+	<-done
+	return res
 }
 
 // ended says how the child ended, from its exit status.

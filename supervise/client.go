@@ -403,15 +403,25 @@ func (c *Client) Close() error {
 // that covers something, or none, is left as it is; a later cover starts one again.
 func (c *Client) ReleaseIdle() {
 	c.mu.Lock()
-	released := !c.closed && c.sup != nil && c.emptyLocked()
-	if released {
+	idle := !c.closed && c.emptyLocked()
+	if idle {
 		c.stopIdleLocked()
+	}
+	tell := c.releaseIdleLocked(idle)
+	c.mu.Unlock()
+	tell()
+}
+
+// releaseIdleLocked releases the supervisor when idle says it covers nothing and one runs, and
+// returns what tells the OnIdle hooks of it, for the caller to call once it has released the
+// lock.
+func (c *Client) releaseIdleLocked(idle bool) func() {
+	released := idle && c.sup != nil
+	if released {
 		c.unreserveLocked()
 		c.releaseLocked()
 	}
-	tell := c.tellIdleLocked(released)
-	c.mu.Unlock()
-	tell()
+	return c.tellIdleLocked(released)
 }
 
 // PID returns the running supervisor's PID, or 0 when none runs. It is observation (for tests,
@@ -646,12 +656,7 @@ func (c *Client) armIdleLocked() {
 	gen := c.idleGen
 	c.idle = time.AfterFunc(grace, func() {
 		c.mu.Lock()
-		released := gen == c.idleGen && c.emptyLocked() && c.sup != nil
-		if released {
-			c.unreserveLocked()
-			c.releaseLocked()
-		}
-		tell := c.tellIdleLocked(released)
+		tell := c.releaseIdleLocked(gen == c.idleGen && c.emptyLocked())
 		c.mu.Unlock()
 		tell()
 	})

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -153,7 +154,17 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	reaper.Prepare() // beside the checks below: before the reaper, before the first child
+	// The reaper starts beside the checks below, rather than after them: its first
+	// signal.Notify and the os package's probe of pidfd support (which forks a process) take
+	// some 0.6 ms here. The child's start waits for it: its orphans come to custody from its
+	// first fork.
+	reaped := make(chan *reaper.Reaper, 1)
+	go func() {
+		r, _ := reaper.Start()
+		reaped <- r
+	}()
+	startedReaper := sync.OnceValue(func() *reaper.Reaper { return <-reaped })
+	defer func() { startedReaper().Close() }()
 	// Where no process can be identified (the BSDs), nothing can be owned: say that, first.
 	if err := procid.Supported(); err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -186,7 +197,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if needsService() { // an SSH session's cgroup: only a systemd service can hold delegated cgroups
 		return runInService(ctx, o, path, served)
 	}
-	// The supervisor starts beside the ledger's opening and the reaper's start, rather than in
+	// The supervisor starts beside the ledger's opening, rather than in
 	// the child's start, which would wait for it (its fork and exec, some 0.6 ms here). Its
 	// error, if any, is the start's: Owner.Start asks for it again.
 	sup := o.newSupervisor(o.grace, "run")
@@ -196,11 +207,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	// Before the child: its orphans come to custody from its first fork. A process that cannot be
-	// a subreaper still reaps what comes to it as PID 1; one that cannot tell orphans apart reaps
-	// nothing, and custody runs on as under an init that does not reap.
-	orphans, _ := reaper.Start()
-	defer orphans.Close()
+	// A process that cannot be a subreaper still reaps what comes to it as PID 1; one that cannot
+	// tell orphans apart reaps nothing, and custody runs on as under an init that does not reap.
+	orphans := startedReaper()
 	owner := o.newOwnerWith(l, tagEnv, o.grace, ownerID(served), sup)
 	defer owner.Close() // before the supervisor's: it stops what is left and removes its cgroups
 	cmd := exec.Command(path, o.argv[1:]...)

@@ -21,13 +21,6 @@ import "time"
 // always safe to [Reaper.Stop] and [Reaper.Close].
 func Start() (*Reaper, error) { return start() }
 
-// Prepare begins, in the background, what Start waits for first: on Linux the os package's probe
-// of pidfd support, which it makes once per process before its first child and which forks a
-// process to prove clone(CLONE_PIDFD) works (about a millisecond here, the costliest step of
-// custody run's start before its child's). Called early, it runs beside the caller's other
-// preparation; Start, and the first os/exec start, then find it done. Elsewhere it does nothing.
-func Prepare() { prepare() }
-
 // Stop stops the orphans still alive (SIGTERM, up to grace, SIGKILL) and reaps them, and reports
 // how many it signalled. Each is signalled through a pidfd opened on it and proven to be this
 // process's child that no pidfd of a waiter names, never by a PID alone.

@@ -86,8 +86,6 @@ func start() (*Reaper, error) {
 	return r, nil
 }
 
-func prepare() { go osPidfds() }
-
 // osPidfds returns nil when os/exec takes a pidfd on each child it starts: the os package makes
 // that choice once, and os.FindProcess gives a handle exactly when it made it.
 var osPidfds = sync.OnceValue(func() error {

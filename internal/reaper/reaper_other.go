@@ -16,7 +16,5 @@ func start() (*Reaper, error) {
 	return &Reaper{}, fmt.Errorf("reaper: child subreaper: %w", errors.ErrUnsupported)
 }
 
-func prepare() {}
-
 func (r *Reaper) stop(time.Duration) int { return 0 }
 func (r *Reaper) close()                 {}

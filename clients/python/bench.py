@@ -9,10 +9,13 @@ client's. With ``--floor``, a fourth arm makes the same bare start through a flo
 binary of ``internal/benchagent``, built with ``go build``): one that speaks the protocol's start
 and exit around a plain start of the program and does nothing of custody's, so that what any
 helper process between this process and its children costs (the socket's trips, the wake-ups, a
-Go program's start) is measured beside custody's own share.
+Go program's start) is measured beside custody's own share. Beside custody's arms the floor
+agent also bears what an owned start leaves to do after it (its release, the ledger's background,
+the next cgroup), which lands on whichever arm runs next; ``--floor-alone`` times the floor agent
+against subprocess.Popen with no custody arm at all.
 
-    CUSTODY_BIN=/path/to/custody python3 bench.py [-n 200] [--program /bin/true] [--floor BIN]
-        [--json]
+    CUSTODY_BIN=/path/to/custody python3 bench.py [-n 200] [--program /bin/true] [--floor BIN
+        [--floor-alone]] [--json]
 """
 
 import argparse
@@ -59,9 +62,15 @@ def main():
     parser.add_argument("--program", default="/bin/true")
     parser.add_argument("--floor", metavar="BIN",
                         help="also time bare starts through this floor agent (internal/benchagent)")
+    parser.add_argument("--floor-alone", action="store_true",
+                        help="time only subprocess.Popen and the --floor agent, no custody arm")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     argv = [args.program]
+    if args.floor_alone:
+        if not args.floor:
+            parser.error("--floor-alone needs --floor BIN")
+        return _floor_alone(args, argv)
 
     first = once(custody.Popen, argv)  # the agent's start, then the first child
     info = custody.agent_info()
@@ -110,6 +119,27 @@ def main():
     if floor:
         print("median the floor agent's bare start %.3f ms (%.2fx); the agent's over it %.2fx" % (
             ms["floor"], result["floor_ratio"], result["agent_over_floor"]))
+
+
+def _floor_alone(args, argv):
+    """subprocess.Popen and the floor agent's bare start, interleaved, and nothing of custody's."""
+    floor_agent = _floor_agent(args.floor)
+    _Bare(argv, floor_agent).wait()  # the floor agent's first child, not counted
+    plain, floor = [], []
+    arms = [(plain, subprocess.Popen), (floor, lambda argv: _Bare(argv, floor_agent))]
+    for i in range(args.n):
+        for times, popen in arms[i % 2:] + arms[:i % 2]:
+            times.append(once(popen, argv))
+    ms = {"subprocess": statistics.median(plain) * 1e3, "floor": statistics.median(floor) * 1e3}
+    result = {"program": args.program, "rounds": args.n, "python": platform.python_version(),
+              "median_ms": ms, "floor_ratio": ms["floor"] / ms["subprocess"]}
+    if args.json:
+        print(json.dumps(result))
+        return
+    print("%s, %d rounds interleaved, Python %s, no custody arm" % (
+        args.program, args.n, result["python"]))
+    print("median subprocess.Popen %.3f ms, the floor agent's bare start %.3f ms: %.2fx" % (
+        ms["subprocess"], ms["floor"], result["floor_ratio"]))
 
 
 def _floor_agent(binary):

@@ -11,7 +11,8 @@
 //	python3 clients/python/bench.py --floor /tmp/benchagent
 //
 // It is run as the agent is, `benchagent agent --fd N` (every argument but the last is ignored),
-// with the agent's GOMAXPROCS of one unless $GOMAXPROCS is set. Any request that is not a start is refused.
+// with the agent's GOMAXPROCS of one unless $GOMAXPROCS is set. Any request that is not a start
+// is refused.
 package main
 
 import (

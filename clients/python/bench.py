@@ -38,11 +38,12 @@ class _Bare:
 
     def __init__(self, argv, agent=None):
         self._child = _agent.Child()
-        (agent or _agent.agent()).call("start", {"argv": argv, "stdio": ["null", "null", "null"]},
-                                       child=self._child)
+        self._agent = agent or _agent.agent()
+        self._agent.call("start", {"argv": argv, "stdio": ["null", "null", "null"]},
+                         child=self._child)
 
     def wait(self):
-        self._child.done.wait()
+        self._agent.wait(self._child)
         self.returncode = self._child.returncode
 
 

@@ -24,7 +24,7 @@ def test_pipes_passed_back_belong_to_their_replies():
             for fd in fds:
                 with os.fdopen(fd, "rb") as f:
                     streams.append(f.read())
-            child.done.wait(60)
+            agent.wait(child, 60)
             results[i] = (streams, child.returncode)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
@@ -52,7 +52,7 @@ def test_descriptors_sent_with_a_request_reach_the_child(tmp_path):
         with os.fdopen(r, "rb") as f:
             r = None
             assert f.read() == b"via-fd\n"  # and end of file: the agent kept no copy
-        child.done.wait(60)
+        agent.wait(child, 60)
         assert child.returncode == 0
     finally:
         for fd in (r, w):

@@ -1,18 +1,22 @@
 """The connection to this process's custody agent (docs/agent.md in the custody repository).
 
 One agent per Python process, started on first use as ``custody agent --fd N`` over a
-socketpair. One reader thread reads the agent's lines, attributes the descriptors that came with
-them by stream offset, and hands replies to waiting requests by id and exit events to children.
+socketpair. Whichever thread waits reads the agent's lines (see :class:`Agent`), attributes the
+descriptors that came with them by stream offset, and hands replies to waiting requests by id and
+exit events to children.
 """
 
+import array
 import collections
 import errno
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
 import threading
+import time
 
 from ._binary import find_binary
 from ._errors import AgentError, from_reply
@@ -27,11 +31,16 @@ _NEEDED = ("fds", "signal", "stop")
 # against a future agent, since a truncated control message loses descriptors for good.
 _MAX_FDS = 16
 _CHUNK = 1 << 16
+_ANCBUF = socket.CMSG_SPACE(_MAX_FDS * 4) if hasattr(socket, "CMSG_SPACE") else 0
 
 # Received descriptors are close-on-exec from the moment they exist, where the OS offers it, so
 # a child this program starts some other way (os.system, a fork+exec) does not inherit a pipe
 # end and keep a custody child's stream open.
 _RECV_FLAGS = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+
+# How often a thread waiting for the turn to read checks that it is still taken: only a safety
+# net (see Agent._release); a waiter is woken when it is its turn.
+_TURN_CHECK = 0.05
 
 # How long the agent may take to say hello: the binary's start and its setup (ledger, the
 # owner's handle), on a machine that may be loaded.
@@ -97,9 +106,14 @@ if hasattr(os, "register_at_fork"):
 
 
 class Child:
-    """What the agent has said about one child: its exit status, or that it was lost."""
+    """What the agent has said about one child: its exit status, or that it was lost.
 
-    __slots__ = ("pid", "returncode", "lost", "handed_to", "done", "_lock", "_callbacks")
+    ``done`` is set once the child is finished; nothing sets it unless somebody reads the
+    agent's socket, so wait with :meth:`Agent.wait`, which reads when nobody else does.
+    """
+
+    __slots__ = ("pid", "returncode", "lost", "handed_to", "done", "_finished", "_lock",
+                 "_callbacks")
 
     def __init__(self):
         self.pid = None
@@ -107,39 +121,85 @@ class Child:
         self.lost = None  # the AgentError to raise when the agent ended before the exit
         self.handed_to = None  # the receiver's pid, once another owner adopted the child
         self.done = threading.Event()
+        self._finished = False
         self._lock = threading.Lock()
         self._callbacks = []
 
     def on_done(self, fn):
-        """Call fn(child) once the child is done (exited, lost or handed), at once if it is."""
+        """Call fn(child) once the child is finished (exited, lost or handed), at once if it
+        is. A callback may run twice (see :meth:`finish`): it must be idempotent."""
         with self._lock:
-            if not self.done.is_set():
+            if not self._finished:
                 self._callbacks.append(fn)
                 return
         fn(self)
 
     def finish(self, returncode=None, lost=None, handed_to=None):
+        """Record the child's end (the first one told counts), run the callbacks, then set
+        ``done``.
+
+        Each step is done before the one that marks it done, so a finish cut short by an
+        exception (a signal handler's, in the main thread) and run again completes: callbacks
+        run at least once, and ``done`` is set only after all of them.
+        """
         with self._lock:
-            if self.done.is_set():
-                return
-            self.returncode, self.lost, self.handed_to = returncode, lost, handed_to
-            self.done.set()
-            callbacks, self._callbacks = self._callbacks, []
+            if not self._finished:
+                self.returncode, self.lost, self.handed_to = returncode, lost, handed_to
+                self._finished = True
+            callbacks = list(self._callbacks)
         for fn in callbacks:
             fn(self)
+        with self._lock:
+            del self._callbacks[:len(callbacks)]
+        self.done.set()
 
 
 class _Call:
-    __slots__ = ("op", "child", "argv0", "reply", "fds", "error", "done", "callback")
+    __slots__ = ("op", "child", "argv0", "reply", "fds", "error", "done", "callback", "fired",
+                 "interest")
 
     def __init__(self, op, child, argv0, callback):
         self.op, self.child, self.argv0, self.callback = op, child, argv0, callback
         self.reply, self.fds, self.error = None, [], None
         self.done = threading.Event()
+        self.fired = False  # the callback has returned
+        self.interest = None  # the token that keeps a reader running until the callback fires
+
+
+class _Waiter:
+    """A thread waiting for its turn to read, or for its target to be done (a _Call or a
+    Child; None for the background reader, which is never done)."""
+
+    __slots__ = ("target", "wake")
+
+    def __init__(self, target):
+        self.target = target
+        self.wake = threading.Event()
+
+    def satisfied(self):
+        return self.target is not None and self.target.done.is_set()
 
 
 class Agent:
-    """One running ``custody agent --fd N`` and the reader thread that serves its socket."""
+    """One running ``custody agent --fd N``, read by whichever thread waits for it.
+
+    There is no reader thread of its own: a thread that waits for a reply or an exit reads the
+    socket itself while nobody else does (and the others wait for it, each woken when its
+    reply or exit has come, or when the turn to read is theirs). A reply then reaches the
+    thread that waits for it straight from the kernel, where a reader thread would wake it a
+    second time (on a virtual machine whose idle processors sleep, some 0.05 ms of a 1.4 ms
+    start and exit of /bin/true, of which subprocess takes 0.95). A background reader runs only while something waits without a thread:
+    an asyncio child's exit, a request whose reply goes to a callback.
+
+    A line is consumed only after it has been dispatched, and dispatching is idempotent, so a
+    read that an exception cuts short (a signal handler raising in the main thread, between the
+    kernel's return and the bookkeeping) is finished before the exception goes on: no reply or
+    exit is ever lost. The bytes land in a zeroed buffer whose end is found again by its first
+    NUL (a protocol line never holds one: JSON escapes it), so even a count the exception
+    discarded is recovered. Descriptors that came with such a read are lost (the reply that
+    declares them then ends the connection as a protocol error); the client's own starts never
+    ask for any.
+    """
 
     def __init__(self, options):
         if not hasattr(socket, "send_fds") or not hasattr(socket, "AF_UNIX"):
@@ -175,25 +235,35 @@ class Agent:
         self.owner = os.getpid()
         self._forks = _forks
         self._sock = ours
+        self._poller = select.poll()
+        self._poller.register(ours.fileno(), select.POLLIN)
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()  # guards what follows
         self._pending = {}
         self._children = {}
         self._next_id = 1
         self._ended = None  # the AgentError once the connection is over
-        self._buf = bytearray()
-        self._buf_offset = 0  # the stream offset of _buf[0]
-        self._fd_queue = collections.deque()  # (first, end) offsets of a read, its descriptors
+        self._reaped = False
+        # The received stream: (buffer, stream offset of buffer[0], first unconsumed byte,
+        # end of data). One tuple, so that one assignment changes it: an exception between
+        # two assignments could not leave it half changed.
+        self._rx = (bytearray(_CHUNK), 0, 0, 0)
+        # Descriptors received, oldest first: [first, end) stream offsets of the read that
+        # brought them, the descriptors, and the offset of the line that took them (or None).
+        self._fd_queue = collections.deque()
+        self._reading = None  # the thread that reads now
+        self._waiters = []  # _Waiters, in the order they came
+        self._interest = set()  # tokens of what waits without a thread; see _background
+        self._background_thread = None
+        self.hello = None
         self.covered = True
         try:
-            self.hello = self._read_hello()
+            self._read_hello()
         except BaseException:
             self._sock.close()
             self.process.kill()
             self.process.wait()
             raise
-        self._reader = threading.Thread(target=self._read_loop, name="custody-agent", daemon=True)
-        self._reader.start()
 
     def environ_unchanged(self):
         """Reports whether this process's environment is still the one the agent inherited."""
@@ -215,22 +285,22 @@ class Agent:
             pass
 
     def _read_hello(self):
-        self._sock.settimeout(_HELLO_TIMEOUT)
+        deadline = time.monotonic() + _HELLO_TIMEOUT
+        self._reading = threading.get_ident()
         try:
-            hello, fds = self._next_message()
-        except socket.timeout:
-            raise AgentError(errno.ETIMEDOUT, "custody: %s agent said no hello within %gs"
-                             % (self.binary, _HELLO_TIMEOUT)) from None
-        except EOFError:
+            while self.hello is None and self._ended is None:
+                if not self._pump(deadline):
+                    raise AgentError(errno.ETIMEDOUT, "custody: %s agent said no hello within "
+                                     "%gs" % (self.binary, _HELLO_TIMEOUT))
+        finally:
+            self._reading = None
+        if self.hello is None:
+            if self._ended.errno != errno.EPIPE:
+                raise self._ended
             status = self.process.wait()
             raise AgentError(errno.EPIPE, "custody: %s agent ended before its hello (exit status "
                              "%s; its error is on stderr)" % (self.binary, status)) from None
-        finally:
-            self._sock.settimeout(None)
-        _close_all(fds)
-        if hello.get("event") != "hello":
-            raise AgentError(errno.EPROTO, "custody: the agent's first message is not a hello: "
-                             "%.200r" % hello)
+        hello = self.hello
         if hello.get("protocol") != PROTOCOL:
             raise AgentError(errno.EPROTO, "custody: %s speaks agent protocol %r; this client "
                              "speaks %d" % (self.binary, hello.get("protocol"), PROTOCOL))
@@ -238,7 +308,6 @@ class Agent:
         if missing:
             raise AgentError(errno.EPROTO, "custody: %s agent lacks %s" % (self.binary,
                              ", ".join(missing)))
-        return hello
 
     # Requests.
 
@@ -246,9 +315,10 @@ class Agent:
         """Send one request and return its reply's (result, descriptors), raising the mapped
         exception for an error reply.
 
-        With ``callback``, return at once instead; the reader thread calls callback(call)
-        when the reply arrives (see :meth:`result`). ``child`` is registered for the exit
-        event by the reader, before it reads the next line, when the reply is a success.
+        With ``callback``, return at once instead; a reader calls callback(call) when the
+        reply arrives (see :meth:`result`), at least once: it must be idempotent and must
+        not wait for the agent. ``child`` is registered for the exit event, before the next
+        line is read, when the reply is a success.
         """
         c = _Call(op, child, argv0, callback)
         with self._lock:
@@ -257,18 +327,22 @@ class Agent:
             rid = self._next_id
             self._next_id += 1
             self._pending[rid] = c
+            if callback is not None:
+                self._want_locked(c)
         try:
             self._send(self._line(dict(fields, id=rid, op=op)), fds)
         except BaseException as e:
             with self._lock:
                 self._pending.pop(rid, None)
+                if c.interest is not None:
+                    self._interest.discard(c.interest)
             if isinstance(e, OSError) and not e.errno == errno.E2BIG:
                 raise AgentError(errno.EPIPE, "custody: send to the agent: %s" % e) from e
             raise
         if callback is not None:
             return c
         try:
-            c.done.wait()
+            self.wait(c)
         except BaseException:  # KeyboardInterrupt: nobody will hold what this start makes
             self._abandon(c)
             raise
@@ -279,6 +353,7 @@ class Agent:
         def kill_started(c):
             if c.error is None and c.reply.get("ok") and c.child is not None:
                 _close_all(c.fds)
+                c.fds = []
                 try:
                     self.call("signal", {"pid": c.child.pid, "signal": "SIGKILL"},
                               callback=lambda _: None)
@@ -287,6 +362,7 @@ class Agent:
         with self._lock:
             if not c.done.is_set():
                 c.callback = kill_started
+                self._want_locked(c)
                 return
         kill_started(c)
 
@@ -321,41 +397,343 @@ class Agent:
             if line:
                 self._sock.sendall(line)
 
-    # The reader.
+    # Waiting, and whose turn it is to read.
 
-    def _next_message(self):
-        """Return the next line as JSON with the descriptors that belong to it."""
-        while True:
-            i = self._buf.find(b"\n")
-            if i >= 0:
-                first = self._buf_offset
-                end = first + i  # the newline's stream offset
-                line = bytes(self._buf[:i])
-                del self._buf[:i + 1]
-                self._buf_offset = end + 1
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    msg = None
-                if not isinstance(msg, dict):
-                    raise AgentError(errno.EPROTO, "custody: the agent sent a line that is not a "
-                                     "JSON object: %.200r" % line)
-                return msg, self._take_fds(msg, first, end)
-            data, fds, flags, _ = socket.recv_fds(self._sock, _CHUNK, _MAX_FDS, _RECV_FLAGS)
-            if fds and not _RECV_FLAGS:
-                for fd in fds:
-                    os.set_inheritable(fd, False)
-            if flags & socket.MSG_CTRUNC:
-                _close_all(fds)
-                raise AgentError(errno.EPROTO, "custody: descriptors from the agent were "
-                                 "truncated")
-            if not data:
-                _close_all(fds)
-                raise EOFError
-            if fds:
-                start = self._buf_offset + len(self._buf)
-                self._fd_queue.append((start, start + len(data), fds))
-            self._buf += data
+    def wait(self, target, timeout=None):
+        """Wait until target (a request's call or a Child) is done, reading the agent's socket
+        meanwhile when no other thread does; return whether it is done within timeout.
+
+        Every way out, an exception's too, gives up the turn and the place in the queue: a
+        thread gone with either would leave the others waiting for ever.
+        """
+        if target.done.is_set():
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        me = threading.get_ident()
+        w = _Waiter(target)
+        try:
+            while True:
+                with self._lock:
+                    if target.done.is_set():
+                        return True
+                    ended = self._ended is not None
+                    # The turn already this thread's: left by an exit an exception cut short
+                    # (callbacks, which run while a thread reads, never wait).
+                    if self._reading in (None, me) and not ended:
+                        self._reading = me
+                    elif not ended:
+                        w.wake.clear()
+                        self._waiters.append(w)
+                if self._reading == me:  # only this thread sets it to itself
+                    return self._lead(target, deadline)
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if ended:
+                    # _end has finished every target it knew; one it did not (a child released
+                    # meanwhile) is finished by the thread that released it.
+                    return target.done.wait(remaining)
+                # Woken when the target is done or the turn is this thread's; the bound is a
+                # safety net only, for a hand-on that an exception cut short (see _release).
+                w.wake.wait(_TURN_CHECK if remaining is None else min(remaining, _TURN_CHECK))
+                with self._lock:
+                    self._leave_locked(w, me)
+                if target.done.is_set():
+                    return True
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+        finally:
+            # The turn first, by one store with no call before it (see _release).
+            if self._reading == me:
+                self._reading = None
+            self._release(w, me)
+
+    def _release(self, w, me):
+        """Leave the queue and wake the next reader, once the turn is given up.
+
+        The callers give the turn up first, in their ``finally`` and by one store with no call
+        before it: CPython runs a signal handler only at a call's return, a backward jump or a
+        function's start, so no exception can keep the turn held by a thread that has left (the
+        call to this function is already one such point). An exception that cuts this short
+        leaves a waiter unwoken, which then takes the free turn at its next check
+        (_TURN_CHECK).
+        """
+        with self._lock:
+            self._leave_locked(w, me)
+
+    def _leave_locked(self, w, me):
+        if self._reading == me:
+            self._reading = None
+        if w in self._waiters:
+            self._waiters.remove(w)
+        self._hand_on_locked()
+
+    def _lead(self, target, deadline):
+        """Read and dispatch until target is done or the deadline passes."""
+        while not target.done.is_set():
+            if self._ended is not None or not self._pump(deadline):
+                return target.done.is_set()
+        return True
+
+    def _hand_on_locked(self):
+        """With the turn free, wake a waiter to take it: a thread waiting for a reply or an
+        exit first, else the background reader. A waiter already woken may be on its way, or
+        may have left by an exception; another woken as well costs only a wake-up."""
+        if self._reading is not None:
+            return
+        background = None
+        for w in self._waiters:
+            if w.wake.is_set() or w.satisfied():
+                continue
+            if w.target is not None:
+                w.wake.set()
+                return
+            background = w
+        if background is not None:
+            background.wake.set()
+
+    def _wake_satisfied_locked(self):
+        for w in self._waiters:
+            if w.satisfied():
+                w.wake.set()
+
+    def poll(self):
+        """Dispatch what has already come, without waiting, when no other thread reads."""
+        me = threading.get_ident()
+        w = _Waiter(None)
+        try:
+            with self._lock:
+                if self._reading is not None or self._ended is not None:
+                    return
+                self._reading = me
+            now = time.monotonic()
+            while self._ended is None and self._pump(now, quick=True):
+                pass
+        finally:
+            # The turn first, by one store with no call before it (see _release).
+            if self._reading == me:
+                self._reading = None
+            self._release(w, me)
+
+    def on_done(self, child, fn):
+        """Call fn(child) once child is finished, from whichever thread reads then: a
+        background reader runs meanwhile, so that it is called even if no thread waits."""
+        token = object()
+        with self._lock:
+            if self._ended is None:
+                self._interest.add(token)
+                self._ensure_background_locked()
+
+        def done(child):
+            try:
+                fn(child)
+            finally:
+                with self._lock:
+                    self._interest.discard(token)
+        child.on_done(done)
+
+    def _want_locked(self, c):
+        """Keep a reader running until c's callback has fired."""
+        if c.interest is None:
+            c.interest = object()
+        self._interest.add(c.interest)
+        self._ensure_background_locked()
+
+    def _ensure_background_locked(self):
+        if self._background_thread is None and self._ended is None:
+            t = threading.Thread(target=self._background, name="custody-agent", daemon=True)
+            self._background_thread = t
+            t.start()
+
+    def _background(self):
+        """Read while anything waits without a thread; end when nothing does.
+
+        A thread that waits for its own reply takes the turn whenever it is free (a background
+        reader hands it on between reads): it is then woken by the kernel itself.
+        """
+        w = _Waiter(None)
+        me = threading.get_ident()
+        try:
+            while True:
+                with self._lock:
+                    if not self._interest or self._ended is not None:
+                        self._background_thread = None
+                        return
+                    if self._reading is None:
+                        self._reading = me
+                    else:
+                        w.wake.clear()
+                        self._waiters.append(w)
+                if self._reading == me:
+                    while self._interest and self._ended is None:
+                        if not self._pump(None):
+                            break
+                        with self._lock:
+                            if any(x.target is not None for x in self._waiters):
+                                break  # a thread waits for its reply: let it read
+                else:
+                    w.wake.wait()
+                with self._lock:
+                    self._leave_locked(w, me)
+        except BaseException as e:  # noqa: BLE001 - a bug here must not hang every waiter
+            self._end(AgentError(errno.EIO, "custody: the agent's background reader: %s" % e))
+        finally:
+            if self._reading == me:
+                self._reading = None
+            with self._lock:
+                if self._background_thread is threading.current_thread():
+                    self._background_thread = None
+                self._leave_locked(w, me)
+
+    # Reading: whoever has the turn.
+
+    def _pump(self, deadline, quick=False):
+        """Read once (waiting until the deadline; None waits for ever) and dispatch every whole
+        line read; return False when nothing came by the deadline.
+
+        An exception raised meanwhile (a signal handler's, in the main thread) leaves the bytes
+        read in the buffer and the line being dispatched unconsumed: the dispatch is finished
+        before the exception goes on.
+        """
+        try:
+            if not self._fill(deadline, quick):
+                return False
+            self._drain()
+            return True
+        except BaseException:
+            self._repair()
+            raise
+
+    def _repair(self):
+        for _ in range(100):
+            try:
+                self._drain()
+                if self._ended is not None:
+                    self._end(self._ended)
+                return
+            except BaseException:  # noqa: BLE001 - another signal's exception: finish anyway
+                continue
+
+    def _fill(self, deadline, quick=False):
+        buf, base, start, end = self._rx
+        end = _data_end(buf, end)
+        if len(buf) - end < _CHUNK // 4:  # room for a read: a fresh zeroed buffer
+            size = len(buf)
+            while size - (end - start) < _CHUNK // 2:
+                size *= 2
+            fresh = bytearray(size)
+            fresh[:end - start] = buf[start:end]
+            self._rx = (fresh, base + start, 0, end - start)
+            buf, base, start, end = self._rx
+        flags = _RECV_FLAGS
+        if deadline is not None:
+            # A blocking recvmsg(2) that a signal interrupts takes nothing (EINTR, then the
+            # handler's exception); a deadline needs poll(2), which consumes nothing either.
+            timeout = 0 if quick else max(0, int((deadline - time.monotonic()) * 1000 + 1))
+            if not self._poller.poll(timeout):
+                return False
+            flags |= socket.MSG_DONTWAIT
+        try:
+            n, ancdata, msg_flags, _ = self._sock.recvmsg_into(
+                [memoryview(buf)[end:]], _ANCBUF, flags)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError as e:
+            self._end(AgentError(errno.EIO, "custody: reading from the agent: %s" % e))
+            return True
+        fds = _fds_of(ancdata)
+        if fds:
+            self._fd_queue.append([base + end, base + end + n, fds, None])
+        if msg_flags & socket.MSG_CTRUNC:
+            self._end(AgentError(errno.EPROTO, "custody: descriptors from the agent were "
+                                 "truncated"))
+            return True
+        if n == 0:
+            status = self.process.poll()
+            self._end(AgentError(errno.EPIPE, "custody: the agent ended (exit status %s)"
+                                 % ("still running" if status is None else status)))
+            return True
+        self._rx = (buf, base, start, end + n)
+        return True
+
+    def _drain(self):
+        """Dispatch every whole line received, each consumed only once dispatched."""
+        while self._ended is None:
+            buf, base, start, end = self._rx
+            real_end = _data_end(buf, end)
+            if real_end != end:  # a read's count lost to an exception
+                self._rx = (buf, base, start, real_end)
+                end = real_end
+            nl = buf.find(b"\n", start, end)
+            if nl < 0:
+                return
+            try:
+                msg = json.loads(buf[start:nl])
+            except ValueError:
+                msg = None
+            if not isinstance(msg, dict):
+                self._end(AgentError(errno.EPROTO, "custody: the agent sent a line that is not a "
+                                     "JSON object: %.200r" % bytes(buf[start:nl])))
+                return
+            try:
+                self._dispatch(msg, base + start, base + nl)
+            except AgentError as e:  # the link's protocol broken
+                self._end(e)
+                return
+            self._rx = (buf, base, nl + 1, end)
+            self._drop_fds_before(base + nl + 1)
+            with self._lock:
+                self._wake_satisfied_locked()
+
+    def _dispatch(self, msg, first, end):
+        """Act on one line; idempotent, since a line cut short is dispatched again."""
+        if "id" in msg and "event" not in msg and self.hello is not None:
+            self._reply(msg, first, end)
+            return
+        kind = msg.get("event")
+        if self.hello is None:
+            if kind != "hello":
+                raise AgentError(errno.EPROTO, "custody: the agent's first message is not a "
+                                 "hello: %.200r" % msg)
+            self.hello = msg
+        elif kind == "exit":
+            with self._lock:
+                child = self._children.get(msg.get("pid"))
+            if child is not None:
+                returncode = _returncode(msg.get("code"), msg.get("signal"))
+                if returncode is None:
+                    child.finish(lost=AgentError(errno.EPROTO, "custody: the agent's exit "
+                                                 "event for %s has neither a code nor a "
+                                                 "signal" % child.pid))
+                else:
+                    child.finish(returncode=returncode)
+                with self._lock:
+                    self._children.pop(msg.get("pid"), None)
+        elif kind == "handed":
+            with self._lock:
+                child = self._children.get(msg.get("pid"))
+            if child is not None:
+                child.finish(handed_to=msg.get("receiver"))
+                with self._lock:
+                    self._children.pop(msg.get("pid"), None)
+        elif kind == "lost-cover":
+            self.covered = False
+        elif kind == "covered":
+            self.covered = True
+        # Unknown events are ignored: that is how the protocol grows.
+
+    def _reply(self, msg, first, end):
+        with self._lock:
+            c = self._pending.get(msg["id"])
+            if c is not None and c.child is not None and msg.get("ok") and c.reply is None:
+                c.child.pid = msg.get("pid")
+                self._children[c.child.pid] = c.child
+        if c is None:
+            return  # its descriptors, if any, are closed as unclaimed
+        if c.reply is None:
+            c.fds = self._take_fds(msg, first, end)
+            c.reply = msg
+        self._complete(c)
+        with self._lock:
+            self._pending.pop(msg["id"], None)
 
     def _take_fds(self, msg, first, end):
         """The descriptors of the line at stream offsets first..end (its newline).
@@ -365,78 +743,45 @@ class Agent:
         glues the bytes of earlier lines, sent without descriptors, into the read that returns
         the descriptors, and stops that read after the line that carried them; BSD starts a
         read at them. So the read's first byte does not mark their line; what holds on both is
-        that the read overlaps it. A line takes the descriptors of the first read that overlaps
-        it, when it declares them; a read that ended before the line began carried descriptors
-        no line declared, and they are closed.
+        that the read overlaps it. A line takes the descriptors of the first unclaimed read that
+        overlaps it, when it declares them; descriptors no line claimed are closed once the
+        stream has passed them.
         """
-        while self._fd_queue and self._fd_queue[0][1] <= first:
-            _close_all(self._fd_queue.popleft()[2])
         declared = msg.get("fds") if msg.get("ok") and "id" in msg else None
         want = len(declared) if isinstance(declared, list) else 0
         if not want:
             return []
-        if not self._fd_queue or self._fd_queue[0][0] > end:
-            raise AgentError(errno.EPROTO, "custody: the agent's reply %s declares %d "
-                             "descriptors and none came with it" % (msg.get("id"), want))
-        fds = self._fd_queue.popleft()[2]
-        if len(fds) != want:
-            _close_all(fds)
-            raise AgentError(errno.EPROTO, "custody: the agent's reply %s declares %d "
-                             "descriptors and %d came with it" % (msg.get("id"), want, len(fds)))
-        return fds
+        for entry in self._fd_queue:
+            if entry[1] <= first or entry[3] not in (None, first):
+                continue
+            if entry[0] > end:
+                break
+            if len(entry[2]) != want:
+                raise AgentError(errno.EPROTO, "custody: the agent's reply %s declares %d "
+                                 "descriptors and %d came with it"
+                                 % (msg.get("id"), want, len(entry[2])))
+            entry[3] = first
+            return list(entry[2])
+        raise AgentError(errno.EPROTO, "custody: the agent's reply %s declares %d "
+                         "descriptors and none came with it" % (msg.get("id"), want))
 
-    def _read_loop(self):
-        try:
-            while True:
-                msg, fds = self._next_message()
-                if "id" in msg and "event" not in msg:
-                    self._reply(msg, fds)
-                else:
-                    _close_all(fds)  # no event carries descriptors
-                    self._event(msg)
-        except EOFError:
-            status = self.process.poll()
-            self._end(AgentError(errno.EPIPE, "custody: the agent ended (exit status %s)"
-                                 % ("still running" if status is None else status)))
-        except BaseException as e:  # a socket error or a protocol violation: the link is gone
-            self._end(e if isinstance(e, AgentError) else
-                      AgentError(errno.EIO, "custody: reading from the agent: %s" % e))
+    def _drop_fds_before(self, offset):
+        while self._fd_queue and self._fd_queue[0][1] <= offset:
+            entry = self._fd_queue[0]
+            if entry[3] is None:
+                _close_all(entry[2])
+            self._fd_queue.popleft()
 
-    def _reply(self, msg, fds):
-        with self._lock:
-            c = self._pending.pop(msg["id"], None)
-            if c is not None and c.child is not None and msg.get("ok"):
-                c.child.pid = msg.get("pid")
-                self._children[c.child.pid] = c.child
-        if c is None:
-            _close_all(fds)
-            return
-        c.reply, c.fds = msg, fds
-        self._complete(c)
-
-    def _event(self, msg):
-        kind = msg.get("event")
-        if kind == "exit":
+    def _complete(self, c):
+        with self._lock:  # against _abandon setting the callback meanwhile
+            c.done.set()
+            callback = None if c.fired else c.callback
+        if callback is not None:
+            callback(c)
+            c.fired = True
+        if c.interest is not None:
             with self._lock:
-                child = self._children.pop(msg.get("pid"), None)
-            if child is None:
-                return
-            returncode = _returncode(msg.get("code"), msg.get("signal"))
-            if returncode is None:
-                child.finish(lost=AgentError(errno.EPROTO, "custody: the agent's exit event for "
-                                             "%s has neither a code nor a signal" % child.pid))
-            else:
-                child.finish(returncode=returncode)
-        elif kind == "handed":
-            with self._lock:
-                child = self._children.pop(msg.get("pid"), None)
-            if child is not None:
-                child.finish(handed_to=msg.get("receiver"))
-        elif kind == "lost-cover":
-            self.covered = False
-        elif kind == "covered":
-            self.covered = True
-        # Unknown events are ignored: that is how the protocol grows.
+                self._interest.discard(c.interest)
 
     def forget(self, pid):
         """Stop expecting events for pid (after a release: the agent sends none)."""
@@ -444,30 +789,56 @@ class Agent:
             return self._children.pop(pid, None)
 
     def _end(self, error):
+        """The connection is over: fail every request and child still waiting. Idempotent,
+        like a dispatch: _repair runs it again when an exception cut it short."""
         with self._lock:
-            self._ended = error
-            pending, self._pending = list(self._pending.values()), {}
-            children, self._children = list(self._children.values()), {}
-        _close_all([fd for _, _, fds in self._fd_queue for fd in fds])
-        self._fd_queue.clear()
+            if self._ended is None:
+                self._ended = error
+            error = self._ended
+            pending = list(self._pending.values())
+            children = list(self._children.values())
         for c in pending:
-            c.error = error
+            if c.reply is None and c.error is None:
+                c.error = error
             self._complete(c)
         for child in children:
             child.finish(lost=error)
+        with self._lock:
+            self._pending.clear()
+            self._children.clear()
+            self._interest.clear()
+            for w in self._waiters:
+                w.wake.set()
+        for entry in self._fd_queue:
+            if entry[3] is None:
+                _close_all(entry[2])
+        self._fd_queue.clear()
         try:
             self._sock.close()
         except OSError:
             pass
-        if self.process.poll() is None:  # reap it once it goes, without blocking anyone
+        if not self._reaped and self.process.poll() is None:
+            # Reap it once it goes, without blocking anyone.
+            self._reaped = True
             threading.Thread(target=self.process.wait, daemon=True).start()
 
-    def _complete(self, c):
-        with self._lock:  # against _abandon setting the callback meanwhile
-            c.done.set()
-            callback = c.callback
-        if callback is not None:
-            callback(c)
+
+def _data_end(buf, end):
+    """Where the received data ends: at the first NUL from end (the buffer is zeroed beyond
+    the data, and a protocol line holds no NUL), or the buffer's end."""
+    i = buf.find(0, end)
+    return len(buf) if i < 0 else i
+
+
+def _fds_of(ancdata):
+    fds = []
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(array.array("i", data[:len(data) - len(data) % 4]))
+    if fds and not _RECV_FLAGS:
+        for fd in fds:
+            os.set_inheritable(fd, False)
+    return fds
 
 
 def _environ():

@@ -86,7 +86,7 @@ class _Transport(base_subprocess.BaseSubprocessTransport):
         super().__init__(loop, protocol, proc.args, False,
                          pipe if proc.stdin else None, pipe if proc.stdout else None,
                          pipe if proc.stderr else None, 0, waiter=waiter, proc=proc)
-        proc._child.on_done(self._done_in_any_thread)
+        proc._agent.on_done(proc._child, self._done_in_any_thread)
 
     def _start(self, args, shell, stdin, stdout, stderr, bufsize, proc):
         self._proc = proc

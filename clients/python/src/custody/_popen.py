@@ -125,16 +125,20 @@ class Popen(subprocess.Popen):
             self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
 
     def _internal_poll(self, _deadstate=None, *unused, **unused_kw):
-        """The returncode once the agent's exit event has come; no system call."""
-        if self.returncode is None and self._child is not None and self._child.done.is_set():
-            self.returncode = self._child.returncode
+        """The returncode once the agent's exit event has come: what has come is read, without
+        waiting, unless another thread reads meanwhile (it then dispatches the event)."""
+        if self.returncode is None and self._child is not None:
+            if not self._child.done.is_set() and self._agent.usable():
+                self._agent.poll()
+            if self._child.done.is_set():
+                self.returncode = self._child.returncode
         return self.returncode
 
     def _wait(self, timeout):
         if self.returncode is not None:
             return self.returncode
         self._check_owner()
-        if not self._child.done.wait(timeout):
+        if not self._agent.wait(self._child, timeout):
             raise TimeoutExpired(self.args, timeout)
         self._check_held()
         self.returncode = self._child.returncode

@@ -7,6 +7,7 @@ that only starts and waits runs no thread of custody's.
 """
 
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -33,9 +34,10 @@ class _Injector:
     ``with``'s ``__enter__`` and its block, say) CPython runs no handler, and raising there would
     test what no program meets."""
 
-    def __init__(self, n):
+    def __init__(self, n, first=None):
         self.n, self.steps, self.fired = n, 0, False
         self.file = _agent.__file__
+        self.first = first  # called at the first point: the wait has begun
 
     def __enter__(self):
         sys.setprofile(self._profile)
@@ -60,6 +62,8 @@ class _Injector:
             point = False
         if point:
             self.steps += 1
+            if self.steps == 1 and self.first is not None:
+                self.first()
             if self.steps == self.n:
                 self.fired = True
                 raise _Interrupted()
@@ -71,16 +75,21 @@ def test_an_exception_at_any_step_of_a_read_loses_no_reply_or_exit():
     # middle of a dispatch. Raised once at each step in turn, the wait, retried, must still
     # return its child's status, and the thread after it must still find the turn free: a line
     # lost or a turn kept would hang it (and the deadline fails the test).
-    p = custody.Popen(["true"])
-    with _Injector(0) as count:  # how many points one wait for an exit passes
+    # Each child exits once its stdin is closed, which the injector does at the wait's first
+    # point: the wait always has the exit to read, however loaded the machine.
+    def child(code):
+        return custody.Popen(["sh", "-c", "read x; exit %d" % code], stdin=subprocess.PIPE)
+
+    p = child(0)
+    with _Injector(0, p.stdin.close) as count:  # how many points one wait for an exit passes
         p.wait(timeout=DEADLINE)
     steps = count.steps
     assert steps > 30, steps
     fired = 0
     for n in range(1, steps + 1):
-        p = custody.Popen(["sh", "-c", "exit %d" % (n % 7)])
+        p = child(n % 7)
         deadline = time.monotonic() + DEADLINE
-        with _Injector(n) as inject:
+        with _Injector(n, p.stdin.close) as inject:
             while True:
                 try:
                     code = p.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -88,12 +97,12 @@ def test_an_exception_at_any_step_of_a_read_loses_no_reply_or_exit():
                 except _Interrupted:
                     continue
         fired += inject.fired
-        assert code == n % 7, "exception at step %d of %d: status %r" % (n, steps, code)
+        assert code == n % 7, "exception at point %d of %d: status %r" % (n, steps, code)
         other = []
         t = threading.Thread(target=lambda: other.append(custody.run(["true"]).returncode))
         t.start()
         t.join(DEADLINE)
-        assert other == [0], "exception at step %d of %d: the turn was not handed on" % (
+        assert other == [0], "exception at point %d of %d: the turn was not handed on" % (
             n, steps)
     assert fired > steps // 2, (fired, steps)
 

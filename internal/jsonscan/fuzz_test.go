@@ -87,7 +87,8 @@ func FuzzArray(f *testing.F) {
 }
 
 // pythonWords matches the number words Python's json module reads and writes beyond RFC 8259,
-// and the -NaN it does not.
+// and the -NaN it does not. withoutPythonWords puts a 0 between spaces in the place of each: a
+// bare 0 would join a number before it ("1Infinity", invalid, would read as the valid "10").
 var pythonWords = regexp.MustCompile(`-?NaN|-?Infinity`)
 
 // withoutPythonWords replaces each of Python's number words with 0, and -NaN, which Python
@@ -98,7 +99,7 @@ func withoutPythonWords(data []byte) []byte {
 		if string(w) == "-NaN" {
 			return []byte("-x")
 		}
-		return []byte("0")
+		return []byte(" 0 ")
 	})
 }
 

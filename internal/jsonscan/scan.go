@@ -1,5 +1,10 @@
 package jsonscan
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // MaxDepth is encoding/json's maxNestingDepth: it rejects a document with more open arrays and
 // objects than this, and [Array] must agree with it on what is valid.
 const MaxDepth = 10000
@@ -172,7 +177,29 @@ var stops = func() (t [256]uint8) {
 
 // stringStop returns the index of the first byte at or after data[i] in one of the classes of
 // mask, or len(data).
+//
+// It looks at eight bytes at a time (the bytes of a ledger are mostly in strings: names, paths,
+// command lines), with the word tricks of "Bit Twiddling Hacks": (x - 0x01…) & ^x & 0x80… flags
+// the bytes of x that are zero, (x - n·0x01…) & ^x & 0x80… those below n (n ≤ 0x80), and x ^ c·0x01…
+// makes the bytes equal to c zero. A borrow can flag a byte above a true one, never one below, so
+// the lowest flag is the first byte that stops.
 func stringStop(data []byte, i int, mask uint8) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(data) {
+		x := binary.LittleEndian.Uint64(data[i:])
+		var m uint64
+		if mask&stopString != 0 {
+			q, b := x^(ones*'"'), x^(ones*'\\')
+			m = (x-ones*0x20)&^x | (q-ones)&^q | (b-ones)&^b
+		}
+		if mask&stopNonASCII != 0 {
+			m |= x
+		}
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
 	for i < len(data) && stops[data[i]]&mask == 0 {
 		i++
 	}

@@ -39,8 +39,10 @@ _ANCBUF = socket.CMSG_SPACE(_MAX_FDS * 4) if hasattr(socket, "CMSG_SPACE") else 
 _RECV_FLAGS = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
 
 # How often a thread waiting for the turn to read checks that it is still taken: only a safety
-# net (see Agent._release); a waiter is woken when it is its turn.
-_TURN_CHECK = 0.05
+# net, for a hand-on that a signal handler's exception cut short in the main thread (see
+# Agent._release); a waiter is woken when it is its turn. Long, so that threads waiting for
+# children that run for hours cost one wake-up a second each, not twenty.
+_TURN_CHECK = 1.0
 
 # How long the agent may take to say hello: the binary's start and its setup (ledger, the
 # owner's handle), on a machine that may be loaded.

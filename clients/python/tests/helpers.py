@@ -5,6 +5,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -133,3 +134,22 @@ def end_program(proc):
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
+
+
+def in_threads(fn, n):
+    """Call fn(i) for i in range(n), each in a thread of its own, all at once; return the
+    exceptions they raised (an assertion's among them), once every one has ended."""
+    errors = []
+
+    def one(i):
+        try:
+            fn(i)
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors

@@ -8,33 +8,27 @@ import pytest
 
 from custody import _agent
 
+from helpers import in_threads
+
 
 def test_pipes_passed_back_belong_to_their_replies():
     agent = _agent.agent()
-    results, errors = {}, []
+    results = {}
 
     def start(i):
-        try:
-            child = _agent.Child()
-            reply, fds = agent.call("start", {
-                "argv": ["sh", "-c", "echo out-%d; echo err-%d >&2" % (i, i)],
-                "stdio": ["null", "pipe", "pipe"]}, child=child)
-            assert reply["fds"] == ["stdout", "stderr"] and len(fds) == 2, (reply, fds)
-            streams = []
-            for fd in fds:
-                with os.fdopen(fd, "rb") as f:
-                    streams.append(f.read())
-            agent.wait(child, 60)
-            results[i] = (streams, child.returncode)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        child = _agent.Child()
+        reply, fds = agent.call("start", {
+            "argv": ["sh", "-c", "echo out-%d; echo err-%d >&2" % (i, i)],
+            "stdio": ["null", "pipe", "pipe"]}, child=child)
+        assert reply["fds"] == ["stdout", "stderr"] and len(fds) == 2, (reply, fds)
+        streams = []
+        for fd in fds:
+            with os.fdopen(fd, "rb") as f:
+                streams.append(f.read())
+        assert agent.wait(child, 60)
+        results[i] = (streams, child.returncode)
 
-    threads = [threading.Thread(target=start, args=(i,)) for i in range(40)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert in_threads(start, 40) == []
     for i in range(40):
         assert results[i] == ([b"out-%d\n" % i, b"err-%d\n" % i], 0), (i, results[i])
 

@@ -17,7 +17,7 @@ import pytest
 import custody
 from custody import _agent
 
-from helpers import DEADLINE
+from helpers import DEADLINE, in_threads
 
 
 class _Interrupted(Exception):
@@ -130,24 +130,16 @@ def test_threads_waiting_on_one_another_hand_the_turn_on():
     # exits gives the turn to a waiter, never to nobody. A child that lives longer than its
     # thread's turn would hang its waiter if the turn were dropped.
     agent = _agent.agent()
-    results, errors = {}, []
+    results = {}
 
     def one(i):
-        try:
-            child = _agent.Child()
-            agent.call("start", {"argv": ["sh", "-c", "sleep 0.0%d; exit %d" % (i % 5, i % 9)],
-                                 "stdio": ["null", "null", "null"]}, child=child)
-            assert agent.wait(child, DEADLINE), "child %d: no exit within the deadline" % i
-            results[i] = child.returncode
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        child = _agent.Child()
+        agent.call("start", {"argv": ["sh", "-c", "sleep 0.0%d; exit %d" % (i % 5, i % 9)],
+                             "stdio": ["null", "null", "null"]}, child=child)
+        assert agent.wait(child, DEADLINE), "child %d: no exit within the deadline" % i
+        results[i] = child.returncode
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(60)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert in_threads(one, 60) == []
     assert results == {i: i % 9 for i in range(60)}
 
 

@@ -416,6 +416,8 @@ class Agent:
         try:
             while True:
                 with self._lock:
+                    if w in self._waiters:  # woken: out of the queue, to read or to queue again
+                        self._waiters.remove(w)
                     if target.done.is_set():
                         return True
                     ended = self._ended is not None
@@ -436,8 +438,6 @@ class Agent:
                 # Woken when the target is done or the turn is this thread's; the bound is a
                 # safety net only, for a hand-on that an exception cut short (see _release).
                 w.wake.wait(_TURN_CHECK if remaining is None else min(remaining, _TURN_CHECK))
-                with self._lock:
-                    self._leave_locked(w, me)
                 if target.done.is_set():
                     return True
                 if deadline is not None and time.monotonic() >= deadline:

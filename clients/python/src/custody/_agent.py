@@ -572,7 +572,7 @@ class Agent:
                             if any(x.target is not None for x in self._waiters):
                                 break  # a thread waits for its reply: let it read
                 else:
-                    w.wake.wait()
+                    w.wake.wait(_TURN_CHECK)  # the safety net, as for any waiter
                 with self._lock:
                     self._leave_locked(w, me)
         except BaseException as e:  # noqa: BLE001 - a bug here must not hang every waiter

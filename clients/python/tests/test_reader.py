@@ -12,8 +12,6 @@ import sys
 import threading
 import time
 
-import pytest
-
 import custody
 from custody import _agent
 
@@ -165,11 +163,12 @@ def test_wait_times_out_and_the_turn_goes_on():
     assert long_child.returncode == -signal.SIGKILL
 
 
-@pytest.mark.parametrize("n", [3])
-def test_asyncio_exits_come_with_no_thread_waiting(n):
+def test_asyncio_exits_come_with_no_thread_waiting():
     # An asyncio child's exit needs a reader while the loop runs: the background reader reads
     # then, and ends once nothing waits without a thread.
     import asyncio
+
+    n = 3
 
     async def main():
         procs = [await custody.create_subprocess_exec("sh", "-c", "exit %d" % i)

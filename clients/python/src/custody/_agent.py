@@ -190,8 +190,9 @@ class Agent:
     reply or exit has come, or when the turn to read is theirs). A reply then reaches the
     thread that waits for it straight from the kernel, where a reader thread would wake it a
     second time (on a virtual machine whose idle processors sleep, some 0.05 ms of a 1.4 ms
-    start and exit of /bin/true, of which subprocess takes 0.95). A background reader runs only while something waits without a thread:
-    an asyncio child's exit, a request whose reply goes to a callback.
+    start and exit of /bin/true, of which subprocess takes 0.95). A background reader runs only
+    while something waits without a thread: an asyncio child's exit, a request whose reply goes
+    to a callback.
 
     A line is consumed only after it has been dispatched, and dispatching is idempotent, so a
     read that an exception cuts short (a signal handler raising in the main thread, between the
@@ -500,7 +501,6 @@ class Agent:
     def poll(self):
         """Dispatch what has already come, without waiting, when no other thread reads."""
         me = threading.get_ident()
-        w = _Waiter(None)
         try:
             with self._lock:
                 if self._reading is not None or self._ended is not None:
@@ -513,7 +513,7 @@ class Agent:
             # The turn first, by one store with no call before it (see _release).
             if self._reading == me:
                 self._reading = None
-            self._release(w, me)
+            self._release(None, me)  # never queued: it only reads when the turn is free
 
     def on_done(self, child, fn):
         """Call fn(child) once child is finished, from whichever thread reads then: a

@@ -148,9 +148,8 @@ func (r *Reaper) stop(grace time.Duration) int {
 	if !r.reaps {
 		return 0
 	}
-	n := r.signal(unix.SIGTERM)
+	n := r.signalReaping(unix.SIGTERM)
 	if n == 0 { // none alive (the common end of custody run): the exited ones are reaped, and that is all
-		r.reap()
 		return 0
 	}
 	for deadline := time.Now().Add(grace); n > 0 && time.Now().Before(deadline); {
@@ -186,6 +185,29 @@ func (r *Reaper) signal(sig unix.Signal) int {
 	return n
 }
 
+// signalReaping is signal and reap in one pass: it sends sig to every orphan alive and reaps every
+// orphan exited, and reports how many it signalled. One listing of the children and one scan of the
+// pidfds instead of two: at custody run's end, where there is usually nothing to stop, the pass is
+// on the way to its exit.
+func (r *Reaper) signalReaping(sig unix.Signal) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pins := pinWhere(func(bool) bool { return true })
+	defer unpin(pins)
+	n := 0
+	for _, p := range pins {
+		switch {
+		case p.claimed:
+		case p.exited:
+			var info unix.Siginfo
+			eintr.Ignoring(func() error { return unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED|unix.WNOHANG, nil) })
+		case unix.PidfdSendSignal(p.fd, sig, nil, 0) == nil:
+			n++
+		}
+	}
+	return n
+}
+
 // alive reports whether an orphan is alive.
 func (r *Reaper) alive() bool {
 	r.mu.Lock()
@@ -209,6 +231,7 @@ func (r *Reaper) close() {
 // pinned is a child of this process held through a pidfd of the reaper's own.
 type pinned struct {
 	pid, fd int
+	exited  bool // it had exited when pinned
 	claimed bool // another pidfd of this process names it: a waiter's, or another holder's
 }
 
@@ -219,9 +242,14 @@ type pinned struct {
 // unreaped before the scan of pidfds is seen claimed by it, or is reaped by then and beyond the
 // pin's reach.
 func pin(exited bool) []pinned {
+	return pinWhere(func(z bool) bool { return z == exited })
+}
+
+// pinWhere is pin of the children for which want, told whether the child has exited, is true.
+func pinWhere(want func(exited bool) bool) []pinned {
 	var pins []pinned
 	for _, pid := range children() {
-		if (state(pid) == 'Z') != exited {
+		if !want(state(pid) == 'Z') {
 			continue
 		}
 		fd, err := unix.PidfdOpen(pid, 0)
@@ -233,11 +261,12 @@ func pin(exited bool) []pinned {
 			return unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
 		})
 		// ECHILD: the PID names another process now, not our child; si_signo: whether it exited.
-		if err != nil || (info.Signo == int32(unix.SIGCHLD)) != exited {
+		exited := info.Signo == int32(unix.SIGCHLD)
+		if err != nil || !want(exited) {
 			unix.Close(fd)
 			continue
 		}
-		pins = append(pins, pinned{pid: pid, fd: fd})
+		pins = append(pins, pinned{pid: pid, fd: fd, exited: exited})
 	}
 	if len(pins) == 0 {
 		return nil

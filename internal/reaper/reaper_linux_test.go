@@ -20,6 +20,7 @@ import (
 	"github.com/custody-dev/custody/internal/testproc"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/supervise"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -165,6 +166,39 @@ func TestStopOrphans(t *testing.T) {
 	own.Process.Kill()
 	if ee, ok := errors.AsType[*exec.ExitError](own.Wait()); !ok || ee.String() != "signal: killed" {
 		t.Fatalf("the test's own child: %v; want it killed by the test's SIGKILL, its status its waiter's", ee)
+	}
+}
+
+// TestStopReapsExited: where no orphan is alive (custody run's usual end), Stop signals none and
+// reaps, in the same pass, the orphans that have exited, and leaves the exited child that its
+// waiter has not reaped yet to that waiter. The reaper here has no pass of its own on SIGCHLD,
+// so what is reaped is Stop's.
+func TestStopReapsExited(t *testing.T) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		testproc.Skip(t, "cannot be a subreaper: %v", err)
+	}
+	r := reaper.Idle()
+	own := exec.Command("sh", "-c", "exit 7")
+	if err := own.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command(orphanTree[0], orphanTree[1:]...).Run(); err != nil {
+		t.Fatal(err)
+	}
+	testproc.WaitFor(t, time.Minute, func() error {
+		if z := zombies(); len(z) < 2 {
+			return fmt.Errorf("zombies %v: want the waited child %d and an orphan", z, own.Process.Pid)
+		}
+		return nil
+	})
+	if n := r.Stop(time.Second); n != 0 {
+		t.Errorf("Stop signalled %d orphans; want none, none was alive", n)
+	}
+	if z := zombies(); len(z) != 1 || z[0] != own.Process.Pid {
+		t.Errorf("zombies after Stop: %v; want only the waited child %d", z, own.Process.Pid)
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](own.Wait()); !ok || ee.ExitCode() != 7 {
+		t.Errorf("the waited child: %v; want its own exit status 7, from its waiter", ee)
 	}
 }
 

@@ -132,6 +132,17 @@ func (l *Ledger) refillSpare() {
 	l.spare, l.spareSize = s, size
 }
 
+// StartsDone tells the handle that its owner starts no more children. A spare made after a write
+// is for a next start (see newTemp), so none is made from now on; one the handle has still serves
+// its next write. custody run tells it once its one child runs: the drop of the child's row would
+// otherwise make a spare, and the handle's Close free it, 0.15 ms here on the way to its exit.
+// A later start makes the handle an owner's again.
+func (l *Ledger) StartsDone() {
+	l.mu.Lock()
+	l.starts = false
+	l.mu.Unlock()
+}
+
 // afterWrite makes and fills the spare of an owner's handle once a write other than a start's
 // append has unlocked (a start's append leaves it to its background).
 func (l *Ledger) afterWrite() {

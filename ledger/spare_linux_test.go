@@ -74,3 +74,53 @@ func TestSpare(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartsDone: once told that its owner starts no more children, a handle's next write still
+// becomes the spare it has, and makes none after it; a start made later anyway makes the handle an
+// owner's again, which keeps one.
+func TestStartsDone(t *testing.T) {
+	ctx := context.Background()
+	pool := cats(t, 3)
+	l := tempLedger(t)
+	defer l.Close()
+	start := func(i int) {
+		t.Helper()
+		tx, err := l.LockAppend(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.PrepareAppend(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Append(rowFor(t, pool[i])); err != nil {
+			t.Fatal(err)
+		}
+		ledger.AwaitTail(l)
+	}
+	start(0)
+	spare := ledger.SpareIno(l)
+	if spare == 0 {
+		t.Fatal("no spare after a start's append")
+	}
+	l.StartsDone()
+	if _, err := l.Add(ctx, rowFor(t, pool[1])); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(l.Path(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Ino != spare {
+		t.Errorf("the write after StartsDone is inode %d, not the spare %d it had", st.Ino, spare)
+	}
+	if ino := ledger.SpareIno(l); ino != 0 {
+		t.Errorf("a spare (inode %d) made after StartsDone", ino)
+	}
+	start(2)
+	if ledger.SpareIno(l) == 0 {
+		t.Error("no spare after a start made after StartsDone")
+	}
+	if rows, err := l.Rows(ctx); err != nil || len(rows) != 3 {
+		t.Errorf("rows: %v, %v; want 3", rows, err)
+	}
+}

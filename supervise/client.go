@@ -129,6 +129,7 @@ type Client struct {
 	sup      *proc       // the current supervisor, nil when none runs
 	idle     *time.Timer // the pending release of an idle supervisor
 	idleGen  int         // invalidates an idle timer that fired while the set changed
+	idleNow  bool        // release as soon as idle, not after IdleGrace (see ReleaseWhenIdle)
 	young    int         // consecutive supervisor deaths within youngAge of their start
 	retry    *time.Timer // the pending restart after a loss
 	err      error       // the loss in progress: the covered set is not covered; nil once it is
@@ -412,6 +413,24 @@ func (c *Client) ReleaseIdle() {
 	tell()
 }
 
+// ReleaseWhenIdle is [Client.ReleaseIdle] from now on: the supervisor is released as soon as it
+// covers nothing (at once if it covers nothing now), rather than after IdleGrace. An owner that
+// will cover nothing new (custody run, once its child has exited) lets the supervisor's exit run
+// beside the rest of its end: the scope's removal, the ledger's write, the orphans' pass. The
+// release runs in a goroutine of its own, so that the uncover that leaves the set empty returns
+// without waiting for it.
+func (c *Client) ReleaseWhenIdle() {
+	c.mu.Lock()
+	c.idleNow = true
+	idle := !c.closed && c.emptyLocked()
+	if idle {
+		c.stopIdleLocked()
+	}
+	tell := c.releaseIdleLocked(idle)
+	c.mu.Unlock()
+	tell()
+}
+
 // releaseIdleLocked releases the supervisor when idle says it covers nothing and one runs, and
 // returns what tells the OnIdle hooks of it, for the caller to call once it has released the
 // lock.
@@ -647,7 +666,10 @@ func (c *Client) deliver() {
 func (c *Client) armIdleLocked() {
 	c.stopIdleLocked()
 	grace := c.IdleGrace
-	if grace == 0 {
+	switch {
+	case c.idleNow:
+		grace = 0
+	case grace == 0:
 		grace = DefaultIdleGrace
 	}
 	if c.sup == nil || c.closed || grace < 0 {

@@ -472,3 +472,89 @@ func TestReleaseIdle(t *testing.T) {
 		t.Errorf("the group uncovered before the release: %v; want it alive", err)
 	}
 }
+
+// TestReleaseWhenIdle: from the call on, the supervisor is released as soon as it covers nothing,
+// without the IdleGrace (here: never), the hooks told; while a group is covered it stays. A new
+// cover starts a new one, which is released likewise when uncovered; and with nothing covered
+// the release is at once.
+func TestReleaseWhenIdle(t *testing.T) {
+	c := &supervise.Client{Grace: time.Second, IdleGrace: -1}
+	t.Cleanup(func() { c.Close() })
+	idle := make(chan struct{}, 4)
+	c.OnIdle(func() { idle <- struct{}{} })
+	kid := startHelper(t, "child", nil, helperOpts{setpgid: true, stdout: true})
+	k := readyIDs(t, []string{kid.line(20 * time.Second)})[0]
+	covered := func() procid.Incarnation {
+		t.Helper()
+		if err := c.Register(supervise.Group{PGID: k.PID, Start: k.Start}); err != nil {
+			t.Fatal(err)
+		}
+		sup, err := procid.Read(c.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sup
+	}
+	released := func(what string, sup procid.Incarnation) {
+		t.Helper()
+		if err := c.Unregister(k.PID); err != nil {
+			t.Fatal(err)
+		}
+		testproc.WaitFor(t, 10*time.Second, func() error {
+			if c.PID() != 0 {
+				return fmt.Errorf("%s: supervisor %d still the client's after the uncover", what, c.PID())
+			}
+			return nil
+		})
+		select {
+		case <-idle:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: released without telling the OnIdle hooks", what)
+		}
+		testproc.WaitFor(t, 10*time.Second, func() error {
+			if sup.ID.Verify() == nil {
+				return fmt.Errorf("%s: the released supervisor %v still runs", what, sup.ID)
+			}
+			return nil
+		})
+		if err := k.Verify(); err != nil {
+			t.Fatalf("%s: the group uncovered before the release: %v; want it alive", what, err)
+		}
+	}
+	sup := covered()
+	c.ReleaseWhenIdle()
+	if c.PID() != sup.PID {
+		t.Fatalf("ReleaseWhenIdle with a group covered: supervisor %d, want %d still", c.PID(), sup.PID)
+	}
+	select {
+	case <-idle:
+		t.Fatal("ReleaseWhenIdle with a group covered told the OnIdle hooks")
+	default:
+	}
+	released("first uncover", sup)
+	again := covered()
+	if again.ID == sup.ID {
+		t.Fatalf("a cover after the release: supervisor %v, want a new one", again.ID)
+	}
+	released("second uncover", again)
+	// Another client's supervisor, covering nothing, is released by the call itself.
+	other := &supervise.Client{Grace: time.Second, IdleGrace: -1}
+	t.Cleanup(func() { other.Close() })
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	idler, err := procid.Read(other.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.ReleaseWhenIdle()
+	if other.PID() != 0 {
+		t.Fatalf("ReleaseWhenIdle covering nothing: supervisor %d still the client's", other.PID())
+	}
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if idler.ID.Verify() == nil {
+			return fmt.Errorf("the idle supervisor %v still runs", idler.ID)
+		}
+		return nil
+	})
+}

@@ -11,6 +11,9 @@ import (
 	"runtime"
 )
 
+// osSupported is false: see Supported.
+const osSupported = false
+
 // readChild is read: a process that exited is gone here, whoever holds it.
 func readChild(pid int) (Incarnation, error) { return read(pid) }
 

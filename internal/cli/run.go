@@ -136,8 +136,14 @@ func newRun(g *globals) *cli.Command {
 	}
 }
 
-// forwarded are the signals custody run passes to the child's group.
-var forwarded = forwardedSignals()
+// forwarded are the signals custody run passes to the child's group. relayed adds the resize
+// signals, which it passes on only when it is not the terminal's foreground: the terminal then
+// does not tell the child's group that its size changed, and whoever tells custody (a
+// multiplexer, a terminal emulator's child) must.
+var (
+	forwarded = forwardedSignals()
+	relayed   = append(slices.Clip(forwarded), resizeSignals()...)
+)
 
 func runRun(ctx context.Context, o *runOptions) error {
 	ctx = context.WithoutCancel(ctx) // signals are forwarded, not taken as custody's own end
@@ -197,12 +203,36 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if needsService() { // an SSH session's cgroup: only a systemd service can hold delegated cgroups
 		return runInService(ctx, o, path, served)
 	}
-	// The supervisor starts beside the ledger's opening, rather than in
-	// the child's start, which would wait for it (its fork and exec, some 0.6 ms here). Its
-	// error, if any, is the start's: Owner.Start asks for it again.
+	// The relay is registered beside the supervisor's start, not on the child's path: the first
+	// Notify of each signal is a round trip to the runtime's signal thread, 0.2 ms for the relay
+	// here. A signal that comes before the child runs waits in the channel, and then goes to its
+	// scope.
+	sigs := make(chan os.Signal, 8)
+	relaying := make(chan struct{})
+	go func() {
+		defer close(relaying)
+		if len(relayed) > 0 { // Notify with no signals would relay every signal (Windows has none)
+			signal.Notify(sigs, relayed...)
+		}
+	}()
+	// Once the child runs the relay is never stopped: custody run's end is its process's (it is
+	// a subreaper from its start, and that is not undone either), and Stop's round trips would
+	// hold that end 0.2 ms. A signal that comes while custody ends is received and dropped, as it
+	// was while Stop waited for the end, rather than killing custody between its writes.
+	relayKept := false
+	defer func() {
+		if !relayKept {
+			<-relaying
+			signal.Stop(sigs)
+		}
+	}()
+	// The supervisor starts here, not in a goroutine: the child's start waits for its fork and
+	// exec (some 0.6 ms here), and a goroutine would add the wake of a thread to run it (0.1 to
+	// 0.2 ms). Its error, if any, is the start's: Owner.Start asks for it again.
 	sup := o.newSupervisor(o.grace, "run")
 	defer sup.Close()
-	go sup.Start()
+	go procid.Self() // the first read of this process's own incarnation (0.15 ms), for the owner
+	sup.Start()
 	l, err := o.open()
 	if err != nil {
 		return err
@@ -216,23 +246,14 @@ func runRun(ctx context.Context, o *runOptions) error {
 	cmd.Args[0] = o.argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	tty := foreground(cmd)
-	relay := forwarded
-	if tty == nil {
-		// Not the terminal's foreground: the terminal does not tell the child's group that its
-		// size changed, whoever tells custody (a multiplexer, a terminal emulator's child) must.
-		relay = append(slices.Clip(relay), resizeSignals()...)
-	}
-	sigs := make(chan os.Signal, 8)
-	if len(relay) > 0 { // Notify with no signals would relay every signal
-		signal.Notify(sigs, relay...)
-		defer signal.Stop(sigs)
-	}
 	child, err := owner.Start(ctx, cmd, custody.StartOptions{Purpose: o.purpose, Keep: o.keep, SharedConsole: true,
 		GrantEnv: o.grantEnv, GrantTTL: o.grantTTL})
 	if err != nil {
 		tty.restore()
 		return err
 	}
+	relayKept = true
+	l.StartsDone() // its one start is made: the row's drop is the ledger's last write here
 	tty.followStops(child)
 	warnFallback(o.stderr, asked, child.Containment(), o.quiet)
 	var granted <-chan struct{} // nil, never ready, without a grant
@@ -242,6 +263,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	for waiting := true; waiting; {
 		select {
 		case sig := <-sigs:
+			if tty != nil && slices.Contains(resizeSignals(), sig) {
+				continue // the terminal tells the child's group, its foreground, itself
+			}
 			child.Signal(sig) // an already-exited group has nothing to forward to
 		case <-child.Done():
 			waiting = false
@@ -261,10 +285,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 	}
 	tty.restore()
+	// Nothing is left to cover once the scope is stopped and released: the supervisor is released
+	// then, and its exit runs beside the rest of the release, the orphans' pass and Owner.Close
+	// (its Close waits for an exit under way). When something is still covered it stays, for
+	// Owner.Close's stop.
+	sup.ReleaseWhenIdle()
 	res := stopAll(ctx, child, orphans, o.grace)
-	// Nothing left to cover: the supervisor's exit runs beside Owner.Close, and its Close waits
-	// for an exit under way. When something is still covered it stays, for Owner.Close's stop.
-	sup.ReleaseIdle()
 	if !res.OK() {
 		fmt.Fprintf(o.stderr, "custody: warning: run: what is left of the child's scope: %s: %s\n", res.Outcome, res.Reason)
 	}

@@ -34,6 +34,11 @@ import (
 //     id; ps-vs-stat is ps-marginal over stat-floor, per iteration;
 //   - run, run-vs-version: `custody run -- /bin/true` (owner, supervisor, ledger row, cgroup or
 //     process group, the child) and its ratio to version, per iteration;
+//   - run-floor, run-floor-vs-version, run-vs-floor: testdata/runfloor, a Go program that starts
+//     the custody binary's --version as custody run starts its supervisor, then /bin/true, and
+//     waits for both (the two processes custody run's design needs beside its own, and nothing
+//     else: no ledger, no cgroup), its ratio to version (the least run-vs-version can be), and
+//     run's ratio to it, per iteration;
 //   - run-before-exec, run-after-exit: what `custody run -- date +%s%N` spends before the child's
 //     exec and after its exit. date prints the real-time clock, which this process reads too; the
 //     same date started directly, in the same iteration, gives the child's own share (its start
@@ -53,6 +58,10 @@ func BenchmarkBinary(b *testing.B) {
 		return bin
 	}
 	bin := build("0")
+	runFloor := filepath.Join(b.TempDir(), "runfloor")
+	if out, err := exec.Command(gocmd, "build", "-o", runFloor, "./testdata/runfloor").CombinedOutput(); err != nil {
+		b.Fatalf("go build testdata/runfloor: %v\n%s", err, out)
+	}
 	cgoBin := ""
 	if _, err := exec.LookPath("gcc"); err == nil {
 		cgoBin = build("1")
@@ -139,6 +148,10 @@ func BenchmarkBinary(b *testing.B) {
 		rw, rc, _, _, _ := start(bin, "--ledger", runLedger, "run", "--", "/bin/true")
 		add("run", rw, rc)
 		ratios["run-vs-version"] = append(ratios["run-vs-version"], float64(rw)/float64(vw))
+		fw, fc, _, _, _ := start(runFloor, bin, "/bin/true")
+		add("run-floor", fw, fc)
+		ratios["run-floor-vs-version"] = append(ratios["run-floor-vs-version"], float64(fw)/float64(vw))
+		ratios["run-vs-floor"] = append(ratios["run-vs-floor"], float64(rw)/float64(fw))
 		_, _, dout, d0, d1 := start(date, "+%s%N")
 		_, _, rout, r0, r1 := start(bin, "--ledger", runLedger, "run", "--", date, "+%s%N")
 		dp, rp := printed(dout), printed(rout)

@@ -236,9 +236,12 @@ func (o *Owner) start(ctx context.Context, cmd *exec.Cmd, opts StartOptions) (_ 
 		if g, err = newGate(cmd); err != nil {
 			return nil, err
 		}
+		if g != nil {
+			prep.Gated() // held until covered: it cannot have left its group by Attach
+		}
 	}
 	// The child's start is read from the clock around its fork rather than from /proc after it,
-	// where it can be (in a cgroup, see procid.Span and scope.Prepared.AttachWithin): a read of
+	// where it can be (in a cgroup, or gated: see procid.Span and scope.Prepared.AttachWithin): a read of
 	// /proc/PID/stat costs the start 15 µs here, two readings of the clock 1 µs.
 	born := procid.BeginSpan()
 	err = cmd.Start()

@@ -90,11 +90,11 @@ type groupPrep struct{}
 func (groupPrep) desc() Desc { return Desc{} }
 func (groupPrep) abandon()   {}
 
-func (groupPrep) attach(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
+func (groupPrep) attach(cmd *exec.Cmd, born procid.Span, gated bool) (*Scope, error) {
 	if !prepared(cmd) {
 		return nil, fmt.Errorf("scope: attach pid %d: %w", cmd.Process.Pid, ErrNotPrepared)
 	}
-	return attachGroup(cmd, true, born)
+	return attachGroup(cmd, !gated, born)
 }
 
 // cgroupPrep prepares a cgroup scope: the cgroup exists before the child, which clone3 starts
@@ -106,7 +106,7 @@ func (p cgroupPrep) desc() Desc { return Desc{Kind: KindCgroup, Cgroup: p.cg.rel
 // abandon removes the cgroup: nothing should be there, but a child whose start failed late may be.
 func (p cgroupPrep) abandon() { p.cg.teardown() }
 
-func (p cgroupPrep) attach(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
+func (p cgroupPrep) attach(cmd *exec.Cmd, born procid.Span, _ bool) (*Scope, error) {
 	if !prepared(cmd) {
 		return nil, fmt.Errorf("scope: attach pid %d: %w", cmd.Process.Pid, ErrNotPrepared)
 	}
@@ -119,8 +119,9 @@ func (p cgroupPrep) attach(cmd *exec.Cmd, born procid.Span) (*Scope, error) {
 }
 
 // attachGroup records the child's group. strict refuses a child that already left it, when the
-// group is the scope; in a cgroup the group only serves job control, and the child may leave it,
-// and its start is taken from born when born tells it.
+// group is the scope and the child could have; otherwise (in a cgroup, where the group only serves
+// job control and the child may leave it, or a gated child, which cannot have left it yet) its
+// start is taken from born when born tells it.
 func attachGroup(cmd *exec.Cmd, strict bool, born procid.Span) (*Scope, error) {
 	pid := cmd.Process.Pid
 	leader := procid.ID{PID: pid}

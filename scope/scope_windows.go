@@ -67,7 +67,7 @@ type jobPrep struct{}
 func (jobPrep) desc() Desc { return Desc{} }
 func (jobPrep) abandon()   {}
 
-func (jobPrep) attach(cmd *exec.Cmd, _ procid.Span) (s *Scope, err error) {
+func (jobPrep) attach(cmd *exec.Cmd, _ procid.Span, _ bool) (s *Scope, err error) {
 	pid := cmd.Process.Pid
 	if a := cmd.SysProcAttr; a == nil || a.CreationFlags&windows.CREATE_SUSPENDED == 0 {
 		return nil, fmt.Errorf("scope: attach pid %d: %w", pid, ErrNotPrepared)

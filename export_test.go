@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -38,6 +39,17 @@ func Ungated(f func()) {
 	noGate = true
 	defer func() { noGate = false }()
 	f()
+}
+
+// StartAsGate makes cmd start as a gate, as an owner's gated start does (false: this binary cannot
+// be one), and returns what closes the gate unopened once cmd has started: the gate then exits 125
+// without running the program. A benchmark's floor of the gated start.
+func StartAsGate(cmd *exec.Cmd) (closeGate func(), ok bool, err error) {
+	g, err := newGate(cmd)
+	if err != nil || g == nil {
+		return nil, false, err
+	}
+	return func() { g.started(); g.close() }, true, nil
 }
 
 // ChildProcess returns the started child's os.Process, which the API keeps to itself.

@@ -457,7 +457,7 @@ func (c *cgroup) remove() error {
 	if !c.uncount() {
 		// Opened from a row or by a supervisor: the owner may be dead, and its directory is
 		// removed with its last scope. While the owner lives, its next scope makes it again.
-		if parent := filepath.Dir(c.path); ownerDirName.MatchString(filepath.Base(parent)) {
+		if parent := filepath.Dir(c.path); matchOwnerDir(filepath.Base(parent)) != nil {
 			unix.Rmdir(parent)
 		}
 	}

@@ -38,7 +38,7 @@ func leftovers() ([]Leftover, error) {
 	}
 	var out []Leftover
 	for _, e := range ents {
-		m := ownerDirName.FindStringSubmatch(e.Name())
+		m := matchOwnerDir(e.Name())
 		if m == nil || !e.IsDir() || m[1] != strconv.FormatUint(ns, 10) {
 			continue // another PID namespace's owner: its PID means nothing here
 		}
@@ -60,7 +60,7 @@ func leftovers() ([]Leftover, error) {
 	return out, nil
 }
 
-// deadOwner reads an owner directory's name, matched by ownerDirName, and reports whether its
+// deadOwner reads an owner directory's name, matched by matchOwnerDir, and reports whether its
 // owner is provably dead: its PID is gone (a zombie is dead) or names another start.
 func deadOwner(m []string) (procid.ID, bool) {
 	pid, _ := strconv.Atoi(m[2])
@@ -70,14 +70,14 @@ func deadOwner(m []string) (procid.ID, bool) {
 }
 
 func removeDeadOwner(ctx context.Context, rel string) error {
-	if !scopeName.MatchString(filepath.Base(rel)) {
+	if !isScopeName(filepath.Base(rel)) {
 		return fmt.Errorf("scope: remove the owner of %s: not a scope in an owner's directory", rel)
 	}
 	return removeDeadOwnerDir(ctx, filepath.Dir(rel))
 }
 
 func removeDeadOwnerDir(ctx context.Context, dir string) error {
-	m := ownerDirName.FindStringSubmatch(filepath.Base(dir))
+	m := matchOwnerDir(filepath.Base(dir))
 	if m == nil {
 		return fmt.Errorf("scope: remove %s: not an owner's directory", dir)
 	}
@@ -91,7 +91,7 @@ func removeDeadOwnerDir(ctx context.Context, dir string) error {
 	return removeLeftover(Leftover{Cgroup: dir})
 }
 
-// awaitDeadOwner reports whether the owner of a directory whose name ownerDirName matched is
+// awaitDeadOwner reports whether the owner of a directory whose name matchOwnerDir matched is
 // provably dead, waiting until ctx is done for an owner whose exit has begun but not ended: a
 // process closes its files (and its supervisor sees its pipe end) before it becomes a zombie.
 func awaitDeadOwner(ctx context.Context, m []string) bool {
@@ -130,7 +130,7 @@ func removeLeftover(l Leftover) error {
 	if err != nil {
 		return err
 	}
-	if !ownerDirName.MatchString(filepath.Base(l.Cgroup)) {
+	if matchOwnerDir(filepath.Base(l.Cgroup)) == nil {
 		return fmt.Errorf("scope: remove %s: not an owner's directory", l.Cgroup)
 	}
 	var st unix.Stat_t

@@ -138,7 +138,7 @@ func inOwnerDir(unit, rel string) bool {
 		return false
 	}
 	first, _, _ := strings.Cut(rest, "/")
-	return ownerDirName.MatchString(first)
+	return matchOwnerDir(first) != nil
 }
 
 // sdBooted reports whether systemd runs this system (sd_booted(3): /run/systemd/system exists).

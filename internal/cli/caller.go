@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/urfave/cli/v3"
@@ -98,7 +99,12 @@ func ownerID(p *caller.Process) *procid.ID {
 // fails with EPIPE instead of killing custody before it has stopped the child (caught, not
 // ignored: an ignored signal would stay ignored in what the child execs).
 func sayOwnerEnded(stderr io.Writer, verb string, owner *caller.Process, child int) {
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	catchBrokenPipe()
 	fmt.Fprintf(stderr, "custody: %s: owner pid %d ended; stopping pid %d's scope and exiting %d\n",
 		verb, owner.PID(), child, exitOwnerGone)
 }
+
+// catchBrokenPipe catches SIGPIPE, once per process: a write to a closed pipe then fails with EPIPE
+// instead of killing custody. The first Notify of a signal is a round trip to the runtime's signal
+// thread; a second one is not made.
+var catchBrokenPipe = sync.OnceFunc(func() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) })

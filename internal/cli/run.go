@@ -214,6 +214,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 		if len(relayed) > 0 { // Notify with no signals would relay every signal (Windows has none)
 			signal.Notify(sigs, relayed...)
 		}
+		// SIGPIPE is caught from here on, as sayOwnerEnded catches it before its line: the end of
+		// the owner often closes the pipe stderr is, and custody must live to stop the child. Its
+		// round trip is taken here rather than on the way from the owner's end to the stop.
+		catchBrokenPipe()
 	}()
 	// Once the child runs the relay is never stopped: custody run's end is its process's (it is
 	// a subreaper from its start, and that is not undone either), and Stop's round trips would

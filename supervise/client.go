@@ -399,8 +399,8 @@ func (c *Client) Close() error {
 
 // ReleaseIdle releases the supervisor now if it covers nothing, as the end of IdleGrace would
 // (the OnIdle hooks are told), and returns without waiting for it to exit: an owner that knows
-// it is done (custody run once its child's scope is released) lets the supervisor's exit run
-// beside its own last work, and its Close then waits for an exit already under way. A supervisor
+// it is done lets the supervisor's exit run beside its own last work, and its Close then waits
+// for an exit already under way (see also [Client.ReleaseWhenIdle]). A supervisor
 // that covers something, or none, is left as it is; a later cover starts one again.
 func (c *Client) ReleaseIdle() {
 	c.mu.Lock()
@@ -421,14 +421,9 @@ func (c *Client) ReleaseIdle() {
 // without waiting for it.
 func (c *Client) ReleaseWhenIdle() {
 	c.mu.Lock()
-	c.idleNow = true
-	idle := !c.closed && c.emptyLocked()
-	if idle {
-		c.stopIdleLocked()
-	}
-	tell := c.releaseIdleLocked(idle)
+	c.idleNow = true // an uncover from now on arms the release with no grace (see armIdleLocked)
 	c.mu.Unlock()
-	tell()
+	c.ReleaseIdle()
 }
 
 // releaseIdleLocked releases the supervisor when idle says it covers nothing and one runs, and

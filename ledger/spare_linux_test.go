@@ -42,10 +42,7 @@ func TestSpare(t *testing.T) {
 	if _, err := l.Add(ctx, rowFor(t, pool[1])); err != nil {
 		t.Fatal(err)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(l.Path(), &st); err != nil {
-		t.Fatal(err)
-	}
+	st := lstat(t, l.Path())
 	if st.Ino != spare {
 		t.Errorf("the ledger is inode %d after the write, not the spare %d", st.Ino, spare)
 	}
@@ -106,10 +103,7 @@ func TestStartsDone(t *testing.T) {
 	if _, err := l.Add(ctx, rowFor(t, pool[1])); err != nil {
 		t.Fatal(err)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(l.Path(), &st); err != nil {
-		t.Fatal(err)
-	}
+	st := lstat(t, l.Path())
 	if st.Ino != spare {
 		t.Errorf("the write after StartsDone is inode %d, not the spare %d it had", st.Ino, spare)
 	}
@@ -123,4 +117,14 @@ func TestStartsDone(t *testing.T) {
 	if rows, err := l.Rows(ctx); err != nil || len(rows) != 3 {
 		t.Errorf("rows: %v, %v; want 3", rows, err)
 	}
+}
+
+// lstat returns path's lstat(2), failing the test without one.
+func lstat(t *testing.T, path string) syscall.Stat_t {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -130,21 +130,11 @@ func matchOwnerDir(name string) []string {
 	if !ok {
 		return nil
 	}
-	m := []string{name}
-	for i := range 3 {
-		field := rest
-		if i < 2 {
-			var found bool
-			if field, rest, found = strings.Cut(rest, "-"); !found {
-				return nil
-			}
-		}
-		if !digits(field) {
-			return nil
-		}
-		m = append(m, field)
+	fields := strings.Split(rest, "-")
+	if len(fields) != 3 || !digits(fields[0]) || !digits(fields[1]) || !digits(fields[2]) {
+		return nil
 	}
-	return m
+	return append([]string{name}, fields...)
 }
 
 // isScopeName reports whether name is that of one scope in an owner's directory: s<N>, N one or

@@ -137,11 +137,16 @@ func (r *Reaper) reap() (left bool) {
 			left = true
 			continue
 		}
-		var info unix.Siginfo
-		// ECHILD: its waiter reaped it after all (it can be nobody else's).
-		eintr.Ignoring(func() error { return unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED|unix.WNOHANG, nil) })
+		p.reap()
 	}
 	return left
+}
+
+// reap reaps the pinned child, which has exited. ECHILD: its waiter reaped it after all (it can
+// be nobody else's).
+func (p pinned) reap() {
+	var info unix.Siginfo
+	eintr.Ignoring(func() error { return unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED|unix.WNOHANG, nil) })
 }
 
 func (r *Reaper) stop(grace time.Duration) int {
@@ -199,8 +204,7 @@ func (r *Reaper) signalReaping(sig unix.Signal) int {
 		switch {
 		case p.claimed:
 		case p.exited:
-			var info unix.Siginfo
-			eintr.Ignoring(func() error { return unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED|unix.WNOHANG, nil) })
+			p.reap()
 		case unix.PidfdSendSignal(p.fd, sig, nil, 0) == nil:
 			n++
 		}

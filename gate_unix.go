@@ -50,8 +50,15 @@ var noGate bool
 // ran.
 const gateExit = 125
 
-// gate holds the owner's end of one child's gate.
-type gate struct{ r, w *os.File }
+// gate holds the owner's end of one child's gate. Its ends are plain descriptors, never
+// registered with the runtime's poller, which os.Pipe would do: each end made non-blocking and
+// added to epoll, the child's end made blocking again for the fork and taken out at its close,
+// six system calls on the start's path for a pipe the owner never waits on (it writes one byte
+// to a pipe with room, and closes).
+type gate struct {
+	r *os.File // the child's end, until the child has its own (os/exec passes files)
+	w int      // the owner's end, or -1 once closed
+}
 
 // newGate makes cmd start as a gate, when this binary can be one. Call it after every other
 // change to cmd; nil means the child is started ungated.
@@ -66,16 +73,17 @@ func newGate(cmd *exec.Cmd) (*gate, error) {
 	if err != nil {
 		return nil, nil
 	}
-	r, w, err := os.Pipe()
+	rfd, w, err := gatePipe()
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(int(r.Fd()), &st); err != nil {
-		r.Close()
-		w.Close()
+	if err := unix.Fstat(rfd, &st); err != nil {
+		unix.Close(rfd)
+		unix.Close(w)
 		return nil, fmt.Errorf("gate: %w", os.NewSyscallError("fstat", err))
 	}
+	r := os.NewFile(uintptr(rfd), "|0") // blocking: the runtime leaves it to the fork as it is
 	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
 	fd := 2 + len(cmd.ExtraFiles)
 	cmd.Env = append(cmd.Env, envGateFD+"="+strconv.Itoa(fd), envGatePipe+"="+pipeID(&st), envGatePath+"="+cmd.Path)
@@ -121,15 +129,31 @@ func (g *gate) open() error {
 	if g == nil {
 		return nil
 	}
-	_, err := g.w.Write([]byte{1})
-	return errors.Join(err, g.w.Close())
+	_, err := eintr.Retry(func() (int, error) { return unix.Write(g.w, []byte{1}) })
+	if err != nil {
+		err = os.NewSyscallError("write", err)
+	}
+	return errors.Join(err, g.closeW())
 }
 
 func (g *gate) close() {
 	if g != nil {
 		g.r.Close()
-		g.w.Close()
+		g.closeW()
 	}
+}
+
+// closeW closes the owner's end once: a descriptor closed twice could be another file's by then.
+func (g *gate) closeW() error {
+	if g.w < 0 {
+		return nil
+	}
+	err := unix.Close(g.w)
+	g.w = -1
+	if err != nil {
+		return os.NewSyscallError("close", err)
+	}
+	return nil
 }
 
 // pipeID names a pipe by its device and inode: unique among the pipes that exist at once.

@@ -86,7 +86,8 @@ func (c *Client) spawn() (p *proc, err error) {
 	// The root directory, so that the supervisor does not pin the owner's working directory's
 	// mount for its lifetime.
 	cmd.Dir = "/"
-	err = cmd.Start()
+	// Its wake-ups never preempt the owner (Linux): see startYielding.
+	err = startYielding(cmd)
 	readyW.Close()
 	if err != nil {
 		return nil, fmt.Errorf("start supervisor: %w", err)

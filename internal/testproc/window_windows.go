@@ -93,7 +93,9 @@ func windowProc(hwnd windows.HWND, msg uint32, wparam, lparam uintptr) uintptr {
 
 // AllowWindows makes sure the processes a test starts can make windows: under Wine with no X
 // display it selects Wine's windowless display driver, which the prefix keeps. Call it before
-// starting a process that calls [RunWindow]; elsewhere it does nothing.
+// starting a process that calls [RunWindow]; elsewhere it does nothing. In a fresh prefix the
+// driver it names is used only from the next Wine session on (the children of this one fail in
+// CreateWindowEx with no error code): CI names it before its tests start.
 func AllowWindows() error {
 	if !Wine() || os.Getenv("DISPLAY") != "" {
 		return nil

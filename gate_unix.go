@@ -69,7 +69,7 @@ func newGate(cmd *exec.Cmd) (*gate, error) {
 	if err := execable(cmd); err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
+	exe, err := gateBinary()
 	if err != nil {
 		return nil, nil
 	}

@@ -178,7 +178,7 @@ func (c *Client) command() (*exec.Cmd, error) {
 	if os.Getenv(EnvSupervisor) == "1" || !initCalled.Load() {
 		return nil, ErrNoInit
 	}
-	path, err := executable()
+	path, name, err := executable()
 	if err != nil {
 		return nil, fmt.Errorf("supervisor command: %w", err)
 	}
@@ -188,26 +188,34 @@ func (c *Client) command() (*exec.Cmd, error) {
 	// The arguments are for ps alone (Init reads the environment): they say what the process is
 	// and whose, in the form `custody supervise` takes, so that a supervisor is told apart from
 	// its owner, which runs the same binary. A Hermes supervisor (Command) is started as it is.
-	args := []string{path, "supervise", "--owner-pid", strconv.Itoa(os.Getpid()), "--owner-pgid", pgid, "--grace", grace}
+	args := []string{name, "supervise", "--owner-pid", strconv.Itoa(os.Getpid()), "--owner-pgid", pgid, "--grace", grace}
 	return &exec.Cmd{Path: path, Args: args, Env: env}, nil
 }
 
-// executable returns the running binary's path. When the file is gone (the program was removed or
-// replaced by a package upgrade while it ran), Linux still reaches the running binary through
-// /proc/self/exe.
-func executable() (string, error) {
-	path, err := os.Executable()
-	if err == nil {
-		if _, err = os.Stat(path); err == nil {
-			return path, nil
-		}
-	}
+// executable returns what runs the supervisor, path, and the name its argv[0] gives ps. On Linux
+// path is /proc/self/exe, which in the forked child is the owner's own running binary whatever
+// became of its file. The hazard it removes: by path, a binary upgraded in place while its owner
+// runs (a package upgrade renames a new file over it, a rebuild) would be the new file, whose main
+// may be no supervisor at all (a version without custody, or one speaking another protocol), and
+// the owner could start none, or one that does not cover its children. Elsewhere, and where
+// /proc is not mounted, path is the binary's path, as long as a file is there.
+func executable() (path, name string, err error) {
+	name, err = os.Executable()
 	if runtime.GOOS == "linux" {
-		if _, err := os.Stat("/proc/self/exe"); err == nil {
-			return "/proc/self/exe", nil
+		if _, serr := os.Stat("/proc/self/exe"); serr == nil {
+			if err != nil {
+				name = "/proc/self/exe"
+			}
+			return "/proc/self/exe", name, nil
 		}
 	}
-	return "", err
+	if err == nil {
+		_, err = os.Stat(name)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return name, name, nil
 }
 
 // environ is the owner's environment without the variables the client sets, which the owner may

@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/custody-dev/custody/internal/eintr"
+	"github.com/custody-dev/custody/internal/selfexe"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +70,9 @@ func newGate(cmd *exec.Cmd) (*gate, error) {
 	if err := execable(cmd); err != nil {
 		return nil, err
 	}
-	exe, err := gateBinary()
+	// The running binary, even after an upgrade in place: by path, the child would run the new
+	// file's main, which may be no gate, and then that program instead of the one asked for.
+	exe, err := selfexe.Path()
 	if err != nil {
 		return nil, nil
 	}

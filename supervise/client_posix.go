@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/custody-dev/custody/internal/selfexe"
 	"github.com/custody-dev/custody/scope"
 )
 
@@ -178,10 +178,11 @@ func (c *Client) command() (*exec.Cmd, error) {
 	if os.Getenv(EnvSupervisor) == "1" || !initCalled.Load() {
 		return nil, ErrNoInit
 	}
-	path, name, err := executable()
+	path, err := selfexe.Path() // the running binary, even after an upgrade in place
 	if err != nil {
 		return nil, fmt.Errorf("supervisor command: %w", err)
 	}
+	name := selfexe.Name(path)
 	// One P: the supervisor runs one goroutine, and every P costs memory (its mcache) and may
 	// cost a thread. Set in the environment, it applies before the runtime allocates them.
 	env = append(env, EnvSupervisor+"=1", EnvOwnerPGID+"="+pgid, EnvGrace+"="+grace, "GOMAXPROCS=1")
@@ -190,32 +191,6 @@ func (c *Client) command() (*exec.Cmd, error) {
 	// its owner, which runs the same binary. A Hermes supervisor (Command) is started as it is.
 	args := []string{name, "supervise", "--owner-pid", strconv.Itoa(os.Getpid()), "--owner-pgid", pgid, "--grace", grace}
 	return &exec.Cmd{Path: path, Args: args, Env: env}, nil
-}
-
-// executable returns what runs the supervisor, path, and the name its argv[0] gives ps. On Linux
-// path is /proc/self/exe, which in the forked child is the owner's own running binary whatever
-// became of its file. The hazard it removes: by path, a binary upgraded in place while its owner
-// runs (a package upgrade renames a new file over it, a rebuild) would be the new file, whose main
-// may be no supervisor at all (a version without custody, or one speaking another protocol), and
-// the owner could start none, or one that does not cover its children. Elsewhere, and where
-// /proc is not mounted, path is the binary's path, as long as a file is there.
-func executable() (path, name string, err error) {
-	name, err = os.Executable()
-	if runtime.GOOS == "linux" {
-		if _, serr := os.Stat("/proc/self/exe"); serr == nil {
-			if err != nil {
-				name = "/proc/self/exe"
-			}
-			return "/proc/self/exe", name, nil
-		}
-	}
-	if err == nil {
-		_, err = os.Stat(name)
-	}
-	if err != nil {
-		return "", "", err
-	}
-	return name, name, nil
 }
 
 // environ is the owner's environment without the variables the client sets, which the owner may

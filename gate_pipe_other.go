@@ -9,9 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// gateBinary returns what the gated child execs first: this binary, by its path (no /proc here).
-func gateBinary() (string, error) { return os.Executable() }
-
 // gatePipe makes the gate's pipe. With no pipe2(2) here, both ends are made close-on-exec under
 // the fork lock, as os.Pipe does: a fork on another thread meanwhile must not take a copy that
 // would hold the gate open past the owner's death.

@@ -138,6 +138,10 @@ func TestManyWaiters(t *testing.T) {
 // that its waiter still waits for.
 func TestStopOrphans(t *testing.T) {
 	r := start(t)
+	// An earlier test's last orphan may not have run yet on a loaded machine (TestManyWaiters
+	// makes them until it ends): Stop would count it too. Start from no live child. (A zombie
+	// may be left, whose SIGCHLD came before this reaper ran: Stop reaps it without counting.)
+	noneAlive(t)
 	own := exec.Command("sleep", "600")
 	if err := own.Start(); err != nil {
 		t.Fatal(err)
@@ -185,9 +189,11 @@ func TestStopReapsExited(t *testing.T) {
 	if err := exec.Command(orphanTree[0], orphanTree[1:]...).Run(); err != nil {
 		t.Fatal(err)
 	}
+	// Every child exited, the orphan too: a zombie an earlier test left would otherwise make two
+	// while the orphan still ran.
 	testproc.WaitFor(t, time.Minute, func() error {
-		if z := zombies(); len(z) < 2 {
-			return fmt.Errorf("zombies %v: want the waited child %d and an orphan", z, own.Process.Pid)
+		if z, l := zombies(), live(); len(z) < 2 || len(l) > 0 {
+			return fmt.Errorf("zombies %v, alive %v: want the waited child %d and an orphan, both exited", z, l, own.Process.Pid)
 		}
 		return nil
 	})
@@ -212,21 +218,48 @@ func ppid(pid int) int {
 	return p
 }
 
-// zombies lists the test process's children that are zombies.
-func zombies() []int {
+// children lists the test process's children, each with its state (R, S, Z…).
+func children() map[int]byte {
 	tasks, _ := filepath.Glob("/proc/self/task/*/children")
-	var out []int
+	out := make(map[int]byte)
 	for _, task := range tasks {
 		b, _ := os.ReadFile(task)
 		for _, f := range bytes.Fields(b) {
 			st, err := os.ReadFile("/proc/" + string(f) + "/stat")
-			if i := bytes.LastIndexByte(st, ')'); err == nil && i >= 0 && i+2 < len(st) && st[i+2] == 'Z' {
+			if i := bytes.LastIndexByte(st, ')'); err == nil && i >= 0 && i+2 < len(st) {
 				pid, _ := strconv.Atoi(string(f))
-				out = append(out, pid)
+				out[pid] = st[i+2]
 			}
 		}
 	}
 	return out
+}
+
+// zombies lists the test process's children that are zombies.
+func zombies() []int { return childrenWhere(func(state byte) bool { return state == 'Z' }) }
+
+// live lists the test process's children that are not zombies.
+func live() []int { return childrenWhere(func(state byte) bool { return state != 'Z' }) }
+
+func childrenWhere(keep func(state byte) bool) []int {
+	var out []int
+	for pid, state := range children() {
+		if keep(state) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// noneAlive waits until the test process has no live child.
+func noneAlive(t *testing.T) {
+	t.Helper()
+	testproc.WaitFor(t, time.Minute, func() error {
+		if l := live(); len(l) > 0 {
+			return fmt.Errorf("children of earlier tests still alive: %v", l)
+		}
+		return nil
+	})
 }
 
 func noZombies(t *testing.T) {

@@ -254,19 +254,20 @@ func childrenWhere(keep func(state byte) bool) []int {
 // noneAlive waits until the test process has no live child.
 func noneAlive(t *testing.T) {
 	t.Helper()
-	testproc.WaitFor(t, time.Minute, func() error {
-		if l := live(); len(l) > 0 {
-			return fmt.Errorf("children of earlier tests still alive: %v", l)
-		}
-		return nil
-	})
+	awaitNone(t, "children of earlier tests still alive", live)
 }
 
 func noZombies(t *testing.T) {
 	t.Helper()
+	awaitNone(t, "zombies left", zombies)
+}
+
+// awaitNone waits until list returns no PID.
+func awaitNone(t *testing.T, what string, list func() []int) {
+	t.Helper()
 	testproc.WaitFor(t, time.Minute, func() error {
-		if z := zombies(); len(z) > 0 {
-			return fmt.Errorf("zombies left: %v", z)
+		if l := list(); len(l) > 0 {
+			return fmt.Errorf("%s: %v", what, l)
 		}
 		return nil
 	})

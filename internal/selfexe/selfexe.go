@@ -22,19 +22,12 @@ var procExe = sync.OnceValue(func() bool {
 // by path, a binary upgraded in place while it runs (a package upgrade renames a new file over
 // it, a rebuild) would be the new file, whose main may be neither a supervisor nor a gate (a
 // version without custody, or one speaking another protocol). Elsewhere, and where /proc is not
-// mounted, it is the binary's path, as long as a file is there.
+// mounted, it is the binary's path; a file gone from it fails the exec, as it would have.
 func Path() (string, error) {
 	if procExe() {
 		return "/proc/self/exe", nil
 	}
-	p, err := os.Executable()
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		return "", err
-	}
-	return p, nil
+	return os.Executable()
 }
 
 // Name returns the running binary's path for a copy's argv[0], which ps shows: the file it was

@@ -203,7 +203,7 @@ func environ() []string {
 	return slices.DeleteFunc(env, func(kv string) bool {
 		k, v, _ := strings.Cut(kv, "=")
 		return k == EnvSupervisor || k == EnvOwnerPGID || k == EnvGrace || k == EnvReadyFD || k == EnvNestSocket ||
-			k == EnvDeath || k == EnvOwnerCgroup || strings.HasPrefix(v, grantPrefix)
+			k == EnvDeath || k == EnvOwnerCgroup || k == EnvBatch || strings.HasPrefix(v, grantPrefix)
 	})
 }
 

@@ -35,7 +35,10 @@ func ownerPipe(cfg Config) io.Reader {
 		if r, err = newDyingReader(int(os.Stdin.Fd()), cfg.withDefaults().Grace); err == nil {
 			r.word = w
 			go func() {
-				if awaitOwnerDied(w) {
+				done := normalForDeath()
+				died := awaitOwnerDied(w)
+				done(died)
+				if died {
 					r.dead()
 				}
 			}()

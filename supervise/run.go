@@ -26,6 +26,9 @@ const (
 	// the owner, and the offset of the word in it that the kernel marks when the owner begins to
 	// die, before its pipe's end can be read (see the package doc).
 	EnvDeath = "CUSTODY_SUPERVISOR_DEATH"
+	// EnvBatch is "1" when the owner started the supervisor SCHED_BATCH (Linux): its thread that
+	// waits for the owner's death word then goes back to SCHED_NORMAL.
+	EnvBatch = "CUSTODY_SUPERVISOR_BATCH"
 	// EnvOwnerCgroup is [Config.OwnerCgroup] for [Init].
 	EnvOwnerCgroup = "CUSTODY_SUPERVISOR_OWNER_CGROUP"
 	// EnvLog sets the level of the supervisor's log on standard error: debug, info, warn (the

@@ -37,14 +37,14 @@ package custody
 
 import "github.com/custody-dev/custody/supervise"
 
-// Init makes a program that imports custody its own owner-death supervisor, and its children's
-// gate: when the running binary was re-executed as a supervisor by an [Owner], Init serves and
-// exits; when it was started as a gated child (on the process-group path, see [Owner.Start]),
-// Init waits until the owner has covered it and execs the child's program; otherwise it returns
-// at once. Call it first thing in main, before anything else runs: an owner that called it gates
-// its children, which run this same main.
+// Init makes a program that imports custody its own owner-death supervisor, and lets it gate its
+// children: when the running binary was re-executed as a supervisor by an [Owner], Init serves
+// and exits; otherwise it returns at once. Call it first thing in main, before anything else
+// runs. An owner that called it gates its children on the process-group path (see
+// [Owner.Start]): each starts as a copy of this binary that waits, during the initialisation of
+// custody's packages and before this main or most of the others' initialisation runs, until the
+// owner has covered it, and then execs the child's program.
 func Init() {
-	runGate()
 	supervise.Init()
 	initCalled.Store(true)
 }

@@ -22,5 +22,3 @@ func newGate(*exec.Cmd) (*gate, error) { return nil, nil }
 func (g *gate) started()    {}
 func (g *gate) open() error { return nil }
 func (g *gate) close()      {}
-
-func runGate() {}

@@ -5,15 +5,16 @@ package custody
 // The gate closes the process-group path's window: without a cgroup the child's scope is
 // covered only after its start (the supervisor is told its group once it exists), so an owner
 // killed between the fork and that registration would orphan a child that already runs. With
-// the gate the child is started as a copy of the owner's own binary, which custody.Init turns
-// into a gate: it waits, before anything else runs, until the owner has covered its group, and
+// the gate the child is started as a copy of the owner's own binary, which is a gate from the
+// initialisation of custody's packages on: it waits until the owner has covered its group, and
 // only then execs the real program in the same process (same PID, same group, same start). An
 // owner that dies first closes the gate's pipe: the gate exits and the program never runs. This
 // is runc's exec.fifo pattern.
 //
-// The gate needs custody.Init at the top of main in the owner's binary: the child runs that
-// binary's main. An owner that called Init is proof enough (the same binary calls it first thing
-// in the child too); an owner that did not starts its children ungated, with the window.
+// The child's side is internal/gatechild, whose package initialisation waits at the gate before
+// the binary's other packages are initialised, let alone its main run. An owner gates its
+// children when it called custody.Init, as every owner with the built-in supervisor must; one
+// that did not starts them ungated, with the window.
 
 import (
 	"errors"
@@ -23,22 +24,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/custody-dev/custody/internal/eintr"
+	"github.com/custody-dev/custody/internal/gatechild"
 	"github.com/custody-dev/custody/internal/selfexe"
 	"golang.org/x/sys/unix"
-)
-
-// Environment of a gated child: the descriptor of the gate's pipe, the pipe's identity (its
-// device and inode, "<dev>:<ino>"), and the program to exec. The identity is the proof that the
-// process was started as a gate: the variables alone could come from anywhere (inherited by
-// accident, or set by whoever runs the binary), and a process that obeyed them would exec a
-// program it was never asked to run, or exit before its main ran.
-const (
-	envGateFD   = "CUSTODY_GATE_FD"
-	envGatePipe = "CUSTODY_GATE_PIPE"
-	envGatePath = "CUSTODY_GATE_PATH"
 )
 
 // initCalled reports whether this process called Init: its binary is then known to gate.
@@ -46,10 +36,6 @@ var initCalled atomic.Bool
 
 // noGate, set by benchmarks only (export_test.go), starts children ungated, to measure the gate.
 var noGate bool
-
-// gateExit is the gate's exit status when its owner died before covering it: the program never
-// ran.
-const gateExit = 125
 
 // gate holds the owner's end of one child's gate. Its ends are plain descriptors, never
 // registered with the runtime's poller, which os.Pipe would do: each end made non-blocking and
@@ -89,7 +75,8 @@ func newGate(cmd *exec.Cmd) (*gate, error) {
 	r := os.NewFile(uintptr(rfd), "|0") // blocking: the runtime leaves it to the fork as it is
 	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
 	fd := 2 + len(cmd.ExtraFiles)
-	cmd.Env = append(cmd.Env, envGateFD+"="+strconv.Itoa(fd), envGatePipe+"="+pipeID(&st), envGatePath+"="+cmd.Path)
+	cmd.Env = append(cmd.Env, gatechild.EnvFD+"="+strconv.Itoa(fd), gatechild.EnvPipe+"="+gatechild.PipeID(uint64(st.Dev), uint64(st.Ino)),
+		gatechild.EnvPath+"="+cmd.Path)
 	cmd.Path = exe
 	return &gate{r: r, w: w}, nil
 }
@@ -157,56 +144,4 @@ func (g *gate) closeW() error {
 		return os.NewSyscallError("close", err)
 	}
 	return nil
-}
-
-// pipeID names a pipe by its device and inode: unique among the pipes that exist at once.
-func pipeID(st *unix.Stat_t) string { return fmt.Sprintf("%d:%d", uint64(st.Dev), uint64(st.Ino)) }
-
-// runGate is the child's side, called by Init: it waits for the owner's byte and execs the
-// program, or exits when the owner died first. It returns when this process is no gate, and then
-// only after removing the gate's variables from its environment, so that nothing it starts
-// inherits them.
-func runGate() {
-	v, pipe, path := os.Getenv(envGateFD), os.Getenv(envGatePipe), os.Getenv(envGatePath)
-	if v == "" && pipe == "" && path == "" {
-		return
-	}
-	for _, k := range []string{envGateFD, envGatePipe, envGatePath} {
-		os.Unsetenv(k)
-	}
-	fd, ok := gateFD(v, pipe)
-	if !ok || path == "" {
-		return // not started as a gate: the variables came from elsewhere
-	}
-	var b [1]byte
-	n, _ := eintr.Retry(func() (int, error) { return unix.Read(fd, b[:]) })
-	unix.Close(fd)
-	if n != 1 {
-		os.Exit(gateExit) // the owner died before covering this child
-	}
-	err := syscall.Exec(path, os.Args, os.Environ())
-	fmt.Fprintf(os.Stderr, "custody: gate: exec %s: %v\n", path, err)
-	if errors.Is(err, os.ErrNotExist) {
-		os.Exit(127)
-	}
-	os.Exit(126)
-}
-
-// gateFD returns the gate's descriptor when v names one that is the pipe pipe identifies, open
-// for reading only: the pipe an owner made for this process (newGate). A descriptor the process
-// does not have, a file, a terminal or another pipe is no gate.
-func gateFD(v, pipe string) (int, bool) {
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd < 3 {
-		return 0, false
-	}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO || pipeID(&st) != pipe {
-		return 0, false
-	}
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err != nil || fl&unix.O_ACCMODE != unix.O_RDONLY {
-		return 0, false
-	}
-	return fd, true
 }

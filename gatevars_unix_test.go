@@ -38,7 +38,7 @@ func init() {
 	})
 }
 
-// A process that calls Init acts as a gate only when it was started as one: gate variables it
+// A binary that links custody acts as a gate only when it was started as one: gate variables it
 // inherited from elsewhere, naming a file, a descriptor it does not have, or a pipe that is not
 // the gate's, neither make it exec another program nor make it exit; its main runs, and the
 // variables are gone from its environment (nothing it starts inherits them).

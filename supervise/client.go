@@ -135,6 +135,7 @@ type Client struct {
 	err      error       // the loss in progress: the covered set is not covered; nil once it is
 	closed   bool
 	nestDir  string         // the directory of the supervisors' nest socket, made once
+	nestLock *nestDirLock   // the owner's lock on nestDir (see nestlock_posix.go), nil when none is held
 	buf      []byte         // replay scratch
 	waiters  sync.WaitGroup // one per supervisor not yet reaped
 
@@ -394,6 +395,10 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.waiters.Wait()
 	c.removeNest()
+	c.mu.Lock()
+	c.nestLock.release() // after the removal: until then a sweeper must leave the directory alone
+	c.nestLock = nil
+	c.mu.Unlock()
 	return nil
 }
 
@@ -742,8 +747,11 @@ func (c *Client) releaseLocked() {
 		// It removes its nest socket and directory as it exits, which may be after the next
 		// supervisor has started: that one must not listen there. A fresh directory costs
 		// nothing: no child holds the old path, since a client is released only when it covers
-		// nothing, or at Close.
+		// nothing, or at Close. The old name is the exiting supervisor's alone, which holds its
+		// own lock on it until it has removed it.
 		c.nestDir = ""
+		c.nestLock.release()
+		c.nestLock = nil
 	}
 }
 

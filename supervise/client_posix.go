@@ -108,7 +108,32 @@ func (c *Client) spawn() (p *proc, err error) {
 		}
 		return nil, fmt.Errorf("start supervisor %s: %w", cmd.Path, err)
 	}
+	c.holdNestLocked()
 	return p, nil
+}
+
+// holdNestLocked takes the owner's lock on its nest directory, once its supervisor is ready and
+// so has made it, unless it holds one on that directory already. While the owner holds it, no
+// sweeper removes the directory, even while no supervisor runs (one killed, its replacement not
+// yet listening), and so no other process can take the name its children hold. A directory that
+// is not there (a supervisor that makes no nest, as a Hermes one; one killed since it was ready)
+// is held by nobody but a supervisor that makes it later: the owner's lock only closes the gap
+// between a lost supervisor and its replacement.
+func (c *Client) holdNestLocked() {
+	if c.nestDir == "" {
+		return
+	}
+	if c.nestLock != nil && stillAt(c.nestLock.fd, c.nestDir) {
+		return
+	}
+	c.nestLock.release()
+	c.nestLock = nil
+	l, err := lockNestDir(c.nestDir)
+	if err != nil {
+		c.logger().Debug("supervise: hold the nest directory", "dir", c.nestDir, "err", err)
+		return
+	}
+	c.nestLock = l
 }
 
 // awaitReadyLater awaits the readiness of p, started by spawn without waiting for it, and closes
@@ -220,6 +245,8 @@ const grantPrefix = "custody-grant-v1:"
 func (c *Client) nestPathLocked() string {
 	if kind, _, _ := scope.Containment(); kind == scope.KindCgroup {
 		c.nestDir = ""
+		c.nestLock.release()
+		c.nestLock = nil
 		return ""
 	}
 	if c.nestDir == "" {

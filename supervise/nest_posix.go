@@ -5,6 +5,7 @@ package supervise
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -62,17 +63,33 @@ func listenNest(path string, log *slog.Logger) *net.UnixListener {
 	if path == "" {
 		return nil
 	}
-	if err := makeNestDir(filepath.Dir(path)); err != nil {
-		log.Warn("supervise: nest socket", "err", err)
-		return nil
+	dir := filepath.Dir(path)
+	for range 8 {
+		lock, err := makeLockedNestDir(dir)
+		if err != nil {
+			log.Warn("supervise: nest socket", "err", err)
+			return nil
+		}
+		os.Remove(path) // a lost supervisor's, killed before it could remove it
+		ln, err := listen(path)
+		if err != nil {
+			lock.release()
+			log.Warn("supervise: nest socket", "err", err)
+			return nil
+		}
+		// A sweeper removes a directory by its path once it has found it unlocked and empty:
+		// one that came to the path since (this one, made after another process removed the
+		// one the sweeper looked at) could be removed before the socket was in it. With the
+		// socket in it, it is no longer empty and stays.
+		if stillAt(lock.fd, dir) {
+			supervisorNest = lock
+			return ln
+		}
+		ln.Close()
+		lock.release()
 	}
-	os.Remove(path) // a lost supervisor's, killed before it could remove it
-	ln, err := listen(path)
-	if err != nil {
-		log.Warn("supervise: nest socket", "err", err)
-		return nil
-	}
-	return ln
+	log.Warn("supervise: nest socket", "err", fmt.Errorf("nest directory %s: removed again each time it was made", dir))
+	return nil
 }
 
 // makeNestDir makes the nest socket's directory, mode 0700, or accepts it when it exists already

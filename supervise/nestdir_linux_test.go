@@ -3,8 +3,11 @@ package supervise_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,4 +100,172 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return out
+}
+
+// An owner and its supervisor killed together (a container's or a CI job's whole tree, say)
+// leave their nest directory, with nobody left to remove it: the next supervisor that makes a
+// nest in the same temporary directory removes it, since nobody holds its lock.
+func TestNestDirSweptAfterOwnerAndSupervisorKilled(t *testing.T) {
+	requireCapability(t, "subreaper", reaperErr)
+	tmp := testproc.TempDir(t)
+	env := []string{"TMPDIR=" + tmp, scope.EnvContainment + "=process-group"}
+	o := startHelper(t, "owner", []string{"-idle", "1h"}, helperOpts{env: env, setpgid: true,
+		extra: []*os.File{newLifeline(t)}, stdout: true})
+	ids := readyIDs(t, o.call("spawn cat 1"))
+	o.call(fmt.Sprintf("stop %d", ids[0].PID)) // the supervisor stays, idle
+	sup := supID(t, o.call("sup"))
+	left := nestDirs(t, tmp)
+	if len(left) != 1 {
+		t.Fatalf("nest directories of a running owner: %v, want one", left)
+	}
+	// Both killed: the owner stopped first, so that it starts no replacement in between.
+	if err := o.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := sup.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(sup.PID, syscall.SIGKILL) // right after proving the incarnation, as TestSupervisorKilled
+	o.cmd.Process.Kill()
+	o.wait(30 * time.Second)
+	testproc.WaitFor(t, 30*time.Second, func() error {
+		reapOrphan(t, sup)
+		if present(sup) {
+			return fmt.Errorf("the supervisor %v is still there", sup)
+		}
+		return nil
+	})
+	if got := nestDirs(t, tmp); !slices.Equal(got, left) {
+		t.Fatalf("after both were killed: %v, want %v left", got, left)
+	}
+
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv(scope.EnvContainment, "process-group")
+	c := &supervise.Client{Grace: time.Second}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Dir(c.NestSocket())
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if got := nestDirs(t, tmp); !slices.Equal(got, []string{own}) {
+			return fmt.Errorf("nest directories %v, want only the new supervisor's %s", got, own)
+		}
+		return nil
+	})
+}
+
+// While a supervisor is lost and its replacement not yet listening, its owner's lock keeps the
+// nest directory, whose path the owner's children hold, from a sweep.
+func TestNestDirHeldByOwnerBetweenSupervisors(t *testing.T) {
+	requireCapability(t, "subreaper", reaperErr)
+	tmp := testproc.TempDir(t)
+	hold := filepath.Join(tmp, "go")
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TMPDIR=" + tmp, scope.EnvContainment + "=process-group", envHold + "=" + hold}
+	o := startHelper(t, "owner", []string{"-idle", "1h"}, helperOpts{env: env, setpgid: true,
+		extra: []*os.File{newLifeline(t)}, stdout: true})
+	ids := readyIDs(t, o.call("spawn cat 1"))
+	s1 := supID(t, o.call("sup"))
+	dirs := nestDirs(t, tmp)
+	if len(dirs) != 1 {
+		t.Fatalf("nest directories of a running owner: %v, want one", dirs)
+	}
+	// The replacement waits before it runs (holdSupervisor) until the file is back.
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(s1.PID, syscall.SIGKILL)
+	testproc.WaitFor(t, 10*time.Second, func() error {
+		if present(s1) {
+			return fmt.Errorf("the killed supervisor %v is still there", s1)
+		}
+		return nil
+	})
+	if removed := supervise.SweepNestDirs(tmp, ""); len(removed) > 0 {
+		t.Errorf("a sweep with the owner alive removed %v", removed)
+	}
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s2 := supID(t, o.call(fmt.Sprintf("waitsup %d", s1.PID)))
+	if got := nestDirs(t, tmp); !slices.Equal(got, dirs) {
+		t.Errorf("the replacement's nest directories: %v, want %v", got, dirs)
+	}
+	o.call(fmt.Sprintf("stop %d", ids[0].PID))
+	o.call("close")
+	settle(t, s2)
+}
+
+// A sweep removes only this user's nest directories of mode 0700 that nobody locks, holding at
+// most a socket that nothing listens on.
+func TestSweepNestDirs(t *testing.T) {
+	tmp := testproc.TempDir(t)
+	mk := func(name string, mode os.FileMode) string {
+		p := filepath.Join(tmp, name)
+		if err := os.Mkdir(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	sock := func(dir string, live bool) {
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live {
+			t.Cleanup(func() { ln.Close() })
+			return
+		}
+		ln.SetUnlinkOnClose(false) // what a killed supervisor leaves
+		ln.Close()
+	}
+	empty := mk("custody-nest-EMPTY", 0o700)
+	dead := mk("custody-nest-DEAD", 0o700)
+	sock(dead, false)
+	locked := mk("custody-nest-LOCKED", 0o700)
+	f, err := os.Open(locked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	earlier := mk("custody-nest-EARLIER", 0o700) // an earlier custody's supervisor: no lock, listening
+	sock(earlier, true)
+	open := mk("custody-nest-OPEN", 0o755)
+	full := mk("custody-nest-FULL", 0o700)
+	if err := os.WriteFile(filepath.Join(full, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := mk("custody-other", 0o700)
+	own := mk("custody-nest-OWN", 0o700)
+	if err := os.Symlink(empty, filepath.Join(tmp, "custody-nest-LINK")); err != nil {
+		t.Fatal(err)
+	}
+
+	removed := supervise.SweepNestDirs(tmp, filepath.Base(own))
+	slices.Sort(removed)
+	if want := []string{dead, empty}; !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v", removed, want)
+	}
+	for _, p := range []string{locked, earlier, open, full, other, own, filepath.Join(tmp, "custody-nest-LINK")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v, want it kept", p, err)
+		}
+	}
+	for _, p := range []string{dead, empty} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want it removed", p, err)
+		}
+	}
 }

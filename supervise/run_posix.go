@@ -32,6 +32,8 @@ func run(cfg Config) error {
 		return err
 	}
 	if ln != nil {
+		// Off the owner's path: it waits for readiness alone.
+		go sweepNestDirsAfter(ln.Addr().String(), cfg.Logger)
 		return serveNest(context.Background(), in, ln, cfg.withDefaults())
 	}
 	return Serve(context.Background(), in, cfg)

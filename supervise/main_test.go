@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,11 +73,12 @@ func requireCapability(tb testing.TB, what string, err error) {
 // helperOpts shapes a helper process.
 type helperOpts struct {
 	env     []string
-	stdin   *os.File   // nil: a pipe from the test (helperProc.stdin)
-	extra   []*os.File // descriptors 3, 4, ...
-	setpgid bool       // its own process group
-	setsid  bool       // its own session
-	stdout  bool       // read its stdout as lines (helperProc.lines)
+	stdin   *os.File            // nil: a pipe from the test (helperProc.stdin)
+	extra   []*os.File          // descriptors 3, 4, ...
+	setpgid bool                // its own process group
+	setsid  bool                // its own session
+	stdout  bool                // read its stdout as lines (helperProc.lines)
+	cred    *syscall.Credential // nil: the test's own user
 }
 
 // helperProc is a running helper, started by and bounded to one test.
@@ -112,6 +114,7 @@ func startProcess(tb testing.TB, name, path string, args []string, o helperOpts)
 	cmd.Env = append(os.Environ(), o.env...)
 	cmd.ExtraFiles = o.extra
 	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Setsid = o.setpgid && !o.setsid, o.setsid
+	cmd.SysProcAttr.Credential = o.cred
 	h := &helperProc{tb: tb, name: name, cmd: cmd, done: make(chan struct{})}
 	if o.stdin != nil {
 		cmd.Stdin = o.stdin

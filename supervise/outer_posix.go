@@ -87,6 +87,14 @@ func (o *Outer) dialLocked() error {
 	if err != nil {
 		return fmt.Errorf("dial outer supervisor: %w", err)
 	}
+	// The path comes from the environment and names a place in the shared temporary directory:
+	// were the outer owner's directory gone (both it and its supervisor dead, the directory
+	// swept), another user could make one of that name and answer "ok" to every cover. Only a
+	// listener of this user's is an outer supervisor; the kernel recorded its uid at listen(2).
+	if _, err := localsock.CheckSameUser(c); err != nil {
+		c.Close()
+		return fmt.Errorf("dial outer supervisor %s: %w", o.Path, err)
+	}
 	o.conn = outerConn{c: c, lr: &lineReader{r: c}}
 	for pgid, g := range o.groups {
 		err := o.conn.ask(registerLine(nil, g))

@@ -269,3 +269,25 @@ func TestSweepNestDirs(t *testing.T) {
 		}
 	}
 }
+
+// A sweep of a temporary directory that holds many files makes no string for each: the
+// supervisor runs with the collector off, and their garbage would be several times its memory.
+func TestSweepNestDirsAllocates(t *testing.T) {
+	tmp := t.TempDir()
+	for i := range 2000 {
+		f, err := os.Create(filepath.Join(tmp, fmt.Sprintf("some-other-file-%05d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if err := os.Mkdir(filepath.Join(tmp, "custody-nest-gone"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if removed := supervise.SweepNestDirs(tmp, "custody-nest-own"); len(removed) != 1 {
+		t.Fatalf("removed %q, want the one nest directory", removed)
+	}
+	if n := testing.AllocsPerRun(5, func() { supervise.SweepNestDirs(tmp, "custody-nest-own") }); n > 8 {
+		t.Errorf("a sweep over %d files allocates %v times, want at most 8", 2000, n)
+	}
+}

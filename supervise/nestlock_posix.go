@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -118,28 +117,17 @@ func flock(fd, how int) error {
 }
 
 // sweepNestDirs removes from tmp every nest directory that nobody locks, but own, and returns the
-// paths it removed. It reads the directory a batch of names at a time: a temporary directory may
-// hold a great many files, and the supervisor keeps its heap small.
+// paths it removed.
 func sweepNestDirs(tmp, own string) []string {
-	d, err := os.Open(tmp)
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
 	var removed []string
-	for {
-		names, err := d.Readdirnames(256)
-		for _, name := range names {
-			if strings.HasPrefix(name, nestPrefix) && name != own {
-				if path := filepath.Join(tmp, name); sweepNestDir(path) {
-					removed = append(removed, path)
-				}
+	eachNestName(tmp, func(name string) {
+		if name != own {
+			if path := filepath.Join(tmp, name); sweepNestDir(path) {
+				removed = append(removed, path)
 			}
 		}
-		if err != nil { // io.EOF at the end
-			return removed
-		}
-	}
+	})
+	return removed
 }
 
 // sweepNestDir removes the nest directory path and its socket when it is this user's with mode

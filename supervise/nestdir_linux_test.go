@@ -58,13 +58,7 @@ func TestNestDirAfterOwnerKilledMidStart(t *testing.T) {
 	})
 	owner.cmd.Process.Signal(syscall.SIGKILL)
 	owner.wait(30 * time.Second)
-	testproc.WaitFor(t, 30*time.Second, func() error {
-		reapOrphan(t, sup)
-		if present(sup) {
-			return fmt.Errorf("the supervisor %v outlives its owner", sup)
-		}
-		return nil
-	})
+	awaitSupervisorGone(t, sup)
 	if left := nestDirs(t, tmp); len(left) > 0 {
 		t.Errorf("after the owner's death mid-start: %v left", left)
 	}
@@ -128,13 +122,7 @@ func TestNestDirSweptAfterOwnerAndSupervisorKilled(t *testing.T) {
 	syscall.Kill(sup.PID, syscall.SIGKILL) // right after proving the incarnation, as TestSupervisorKilled
 	o.cmd.Process.Kill()
 	o.wait(30 * time.Second)
-	testproc.WaitFor(t, 30*time.Second, func() error {
-		reapOrphan(t, sup)
-		if present(sup) {
-			return fmt.Errorf("the supervisor %v is still there", sup)
-		}
-		return nil
-	})
+	awaitSupervisorGone(t, sup)
 	if got := nestDirs(t, tmp); !slices.Equal(got, left) {
 		t.Fatalf("after both were killed: %v, want %v left", got, left)
 	}
@@ -290,4 +278,17 @@ func TestSweepNestDirsAllocates(t *testing.T) {
 	if n := testing.AllocsPerRun(5, func() { supervise.SweepNestDirs(tmp, "custody-nest-own") }); n > 8 {
 		t.Errorf("a sweep over %d files allocates %v times, want at most 8", 2000, n)
 	}
+}
+
+// awaitSupervisorGone waits until the killed or orphaned supervisor sup has exited, reaping it
+// if it became this process's child.
+func awaitSupervisorGone(t *testing.T, sup procid.ID) {
+	t.Helper()
+	testproc.WaitFor(t, 30*time.Second, func() error {
+		reapOrphan(t, sup)
+		if present(sup) {
+			return fmt.Errorf("the supervisor %v is still there", sup)
+		}
+		return nil
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/custody-dev/custody/internal/sockdir"
 	"github.com/custody-dev/custody/stop"
 )
 
@@ -135,7 +136,7 @@ type Client struct {
 	err      error       // the loss in progress: the covered set is not covered; nil once it is
 	closed   bool
 	nestDir  string         // the directory of the supervisors' nest socket, made once
-	nestLock *nestDirLock   // the owner's lock on nestDir (see nestlock_posix.go), nil when none is held
+	nestLock *sockdir.Lock  // the owner's lock on nestDir (see nestlock_posix.go), nil when none is held
 	buf      []byte         // replay scratch
 	waiters  sync.WaitGroup // one per supervisor not yet reaped
 
@@ -396,7 +397,7 @@ func (c *Client) Close() error {
 	c.waiters.Wait()
 	c.removeNest()
 	c.mu.Lock()
-	c.nestLock.release() // after the removal: until then a sweeper must leave the directory alone
+	c.nestLock.Release() // after the removal: until then a sweeper must leave the directory alone
 	c.nestLock = nil
 	c.mu.Unlock()
 	return nil
@@ -750,7 +751,7 @@ func (c *Client) releaseLocked() {
 		// nothing, or at Close. The old name is the exiting supervisor's alone, which holds its
 		// own lock on it until it has removed it.
 		c.nestDir = ""
-		c.nestLock.release()
+		c.nestLock.Release()
 		c.nestLock = nil
 	}
 }

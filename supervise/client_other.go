@@ -22,8 +22,3 @@ func (c *Client) NestSocket() string { return "" }
 func (c *Client) removeNest() {}
 
 func removeNestDir(string) {}
-
-// nestDirLock is a nest directory's lock: there is none here.
-type nestDirLock struct{}
-
-func (*nestDirLock) release() {}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/custody-dev/custody/internal/selfexe"
+	"github.com/custody-dev/custody/internal/sockdir"
 	"github.com/custody-dev/custody/scope"
 )
 
@@ -123,12 +124,12 @@ func (c *Client) holdNestLocked() {
 	if c.nestDir == "" {
 		return
 	}
-	if c.nestLock != nil && stillAt(c.nestLock.fd, c.nestDir) {
+	if c.nestLock.At(c.nestDir) {
 		return
 	}
-	c.nestLock.release()
+	c.nestLock.Release()
 	c.nestLock = nil
-	l, err := lockNestDir(c.nestDir)
+	l, err := sockdir.LockDir(c.nestDir)
 	if err != nil {
 		c.logger().Debug("supervise: hold the nest directory", "dir", c.nestDir, "err", err)
 		return
@@ -245,7 +246,7 @@ const grantPrefix = "custody-grant-v1:"
 func (c *Client) nestPathLocked() string {
 	if kind, _, _ := scope.Containment(); kind == scope.KindCgroup {
 		c.nestDir = ""
-		c.nestLock.release()
+		c.nestLock.Release()
 		c.nestLock = nil
 		return ""
 	}

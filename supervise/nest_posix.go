@@ -73,20 +73,18 @@ func listenNest(path string, log *slog.Logger) *net.UnixListener {
 		os.Remove(path) // a lost supervisor's, killed before it could remove it
 		ln, err := listen(path)
 		if err != nil {
-			lock.release()
+			lock.Release()
 			log.Warn("supervise: nest socket", "err", err)
 			return nil
 		}
-		// A sweeper removes a directory by its path once it has found it unlocked and empty:
-		// one that came to the path since (this one, made after another process removed the
-		// one the sweeper looked at) could be removed before the socket was in it. With the
-		// socket in it, it is no longer empty and stays.
-		if stillAt(lock.fd, dir) {
+		// Made after a sweeper found the path's directory unlocked and empty, this one could
+		// have been removed before its socket was in it (see sockdir.Lock.At).
+		if lock.At(dir) {
 			supervisorNest = lock
 			return ln
 		}
 		ln.Close()
-		lock.release()
+		lock.Release()
 	}
 	log.Warn("supervise: nest socket", "err", fmt.Errorf("nest directory %s: removed again each time it was made", dir))
 	return nil

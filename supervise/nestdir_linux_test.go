@@ -3,8 +3,6 @@ package supervise_test
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,96 +186,6 @@ func TestNestDirHeldByOwnerBetweenSupervisors(t *testing.T) {
 	o.call(fmt.Sprintf("stop %d", ids[0].PID))
 	o.call("close")
 	settle(t, s2)
-}
-
-// A sweep removes only this user's nest directories of mode 0700 that nobody locks, holding at
-// most a socket that nothing listens on.
-func TestSweepNestDirs(t *testing.T) {
-	tmp := testproc.TempDir(t)
-	mk := func(name string, mode os.FileMode) string {
-		p := filepath.Join(tmp, name)
-		if err := os.Mkdir(p, mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil { // whatever the umask
-			t.Fatal(err)
-		}
-		return p
-	}
-	sock := func(dir string, live bool) {
-		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if live {
-			t.Cleanup(func() { ln.Close() })
-			return
-		}
-		ln.SetUnlinkOnClose(false) // what a killed supervisor leaves
-		ln.Close()
-	}
-	empty := mk("custody-nest-EMPTY", 0o700)
-	dead := mk("custody-nest-DEAD", 0o700)
-	sock(dead, false)
-	locked := mk("custody-nest-LOCKED", 0o700)
-	f, err := os.Open(locked)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
-	earlier := mk("custody-nest-EARLIER", 0o700) // an earlier custody's supervisor: no lock, listening
-	sock(earlier, true)
-	open := mk("custody-nest-OPEN", 0o755)
-	full := mk("custody-nest-FULL", 0o700)
-	if err := os.WriteFile(filepath.Join(full, "x"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	other := mk("custody-other", 0o700)
-	own := mk("custody-nest-OWN", 0o700)
-	if err := os.Symlink(empty, filepath.Join(tmp, "custody-nest-LINK")); err != nil {
-		t.Fatal(err)
-	}
-
-	removed := supervise.SweepNestDirs(tmp, filepath.Base(own))
-	slices.Sort(removed)
-	if want := []string{dead, empty}; !slices.Equal(removed, want) {
-		t.Errorf("removed %v, want %v", removed, want)
-	}
-	for _, p := range []string{locked, earlier, open, full, other, own, filepath.Join(tmp, "custody-nest-LINK")} {
-		if _, err := os.Lstat(p); err != nil {
-			t.Errorf("%s: %v, want it kept", p, err)
-		}
-	}
-	for _, p := range []string{dead, empty} {
-		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s: %v, want it removed", p, err)
-		}
-	}
-}
-
-// A sweep of a temporary directory that holds many files makes no string for each: the
-// supervisor runs with the collector off, and their garbage would be several times its memory.
-func TestSweepNestDirsAllocates(t *testing.T) {
-	tmp := t.TempDir()
-	for i := range 2000 {
-		f, err := os.Create(filepath.Join(tmp, fmt.Sprintf("some-other-file-%05d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-	}
-	if err := os.Mkdir(filepath.Join(tmp, "custody-nest-gone"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if removed := supervise.SweepNestDirs(tmp, "custody-nest-own"); len(removed) != 1 {
-		t.Fatalf("removed %q, want the one nest directory", removed)
-	}
-	if n := testing.AllocsPerRun(5, func() { supervise.SweepNestDirs(tmp, "custody-nest-own") }); n > 8 {
-		t.Errorf("a sweep over %d files allocates %v times, want at most 8", 2000, n)
-	}
 }
 
 // awaitSupervisorGone waits until the killed or orphaned supervisor sup has exited, reaping it

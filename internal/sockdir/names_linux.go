@@ -1,4 +1,4 @@
-package supervise
+package sockdir
 
 import (
 	"bytes"
@@ -7,20 +7,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// eachNestName calls fn with the name of each entry of the directory tmp that starts with
-// nestPrefix. It reads the directory with getdents64 into one buffer and compares the names
-// where they lie: a temporary directory may hold a hundred thousand files, and a string for
-// each (as os.File.Readdirnames makes) is some 6 MB of garbage in a supervisor that runs with
-// the collector off (see Init), several times its memory at twenty groups. Only a matching name
-// is copied out.
-func eachNestName(tmp string, fn func(name string)) {
+// eachName calls fn with the name of each entry of the directory tmp that starts with prefix.
+// It reads the directory with getdents64 into one buffer and compares the names where they lie:
+// a shared temporary directory may hold a hundred thousand files, and a string for each (as
+// os.File.Readdirnames makes) is some 6 MB of garbage, several times the memory of a supervisor,
+// which sweeps and runs with the collector off. Only a matching name is copied out.
+func eachName(tmp, prefix string, fn func(name string)) {
 	fd, err := unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
 	defer unix.Close(fd)
 	buf := make([]byte, 16<<10)
-	prefix := []byte(nestPrefix)
+	p := []byte(prefix)
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
@@ -40,7 +39,7 @@ func eachNestName(tmp string, fn func(name string)) {
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
-			if bytes.HasPrefix(name, prefix) {
+			if bytes.HasPrefix(name, p) {
 				fn(string(name))
 			}
 			rec = rec[reclen:]

@@ -95,8 +95,7 @@ type TransferResult struct {
 type Grant struct {
 	owner  *Owner
 	tok    grantToken
-	ln     grantListener
-	dir    string
+	ln     grantListener // its Close removes what listening made (a Unix socket's directory)
 	bound  chan *Child   // receives the child once, when it is known
 	cancel chan struct{} // closed by Cancel
 	done   chan struct{} // closed when the grant has ended
@@ -117,11 +116,11 @@ func (o *Owner) newGrant(opts GrantOptions) (*Grant, error) {
 	if ttl <= 0 {
 		ttl = DefaultGrantTTL
 	}
-	ln, addr, dir, err := listenGrant()
+	ln, addr, err := listenGrant()
 	if err != nil {
 		return nil, fmt.Errorf("grant: %w", err)
 	}
-	g := &Grant{owner: o, ln: ln, dir: dir, bound: make(chan *Child, 1), cancel: make(chan struct{}),
+	g := &Grant{owner: o, ln: ln, bound: make(chan *Child, 1), cancel: make(chan struct{}),
 		done: make(chan struct{}), deadline: time.Now().Add(ttl)}
 	g.tok = grantToken{Sock: addr, Giver: os.Getpid(), Ledger: o.Ledger.Path(), Secret: newSecret(),
 		Expires: g.deadline.UnixMilli()}
@@ -188,7 +187,6 @@ func (g *Grant) Cancel() {
 // the grant.
 func (g *Grant) serve() {
 	defer close(g.done)
-	defer os.RemoveAll(g.dir)
 	defer g.ln.Close()
 	var c *Child
 	expiry := time.NewTimer(time.Until(g.deadline))

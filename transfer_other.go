@@ -13,7 +13,7 @@ import (
 
 var errNoTransfer = fmt.Errorf("ownership transfer on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 
-func listenGrant() (grantListener, string, string, error) { return nil, "", "", errNoTransfer }
+func listenGrant() (grantListener, string, error) { return nil, "", errNoTransfer }
 
 func dialGrant(grantToken) (grantConn, error) { return nil, errNoTransfer }
 

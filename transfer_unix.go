@@ -9,8 +9,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/custody-dev/custody/internal/localsock"
+	"github.com/custody-dev/custody/internal/sockdir"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 )
@@ -24,25 +26,70 @@ import (
 //	                    registration names the leader's incarnation, and any process of the
 //	                    same user may signal the group
 
-// unixListener is the giver's socket.
-type unixListener struct{ *net.UnixListener }
+// grantDirPrefix starts the name of every grant's socket directory.
+const grantDirPrefix = "custody-grant-"
 
-func (l unixListener) accept() (grantConn, error) { return l.AcceptUnix() }
-
-// listenGrant listens on a socket in a new directory of the giver's own, and returns it with
-// the socket's path and the directory.
-func listenGrant() (grantListener, string, string, error) {
-	dir, err := localsock.MkdirPrivate("", "custody-grant-")
-	if err != nil {
-		return nil, "", "", err
-	}
-	ln, err := localsock.Listen(filepath.Join(dir, "s"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, "", "", err
-	}
-	return unixListener{ln}, ln.Addr().String(), dir, nil
+// unixListener is the giver's socket, in a directory of its own that the giver holds locked
+// (sockdir.Lock) while it serves the grant. A giver killed mid-grant cannot remove the
+// directory; the kernel drops its lock, and the next grant made there removes it (sweepGrantDirs).
+type unixListener struct {
+	*net.UnixListener
+	dir  string
+	lock *sockdir.Lock
+	once sync.Once
 }
+
+func (l *unixListener) accept() (grantConn, error) { return l.AcceptUnix() }
+
+// Close stops listening, then removes the directory and drops its lock, in that order: a lock
+// dropped first would let a sweeper take the directory from under its socket. The listener is
+// closed more than once (at the redemption's start, from outside on expiry, at the end).
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() {
+		os.RemoveAll(l.dir)
+		l.lock.Release()
+	})
+	return err
+}
+
+// listenGrant listens on a socket in a new directory of the giver's own, and returns it with the
+// socket's path. A sweep of another grant's may remove the directory before it is locked, or
+// before the socket is in it (sockdir.Lock.At): it is made again under a new name.
+func listenGrant() (grantListener, string, error) {
+	for range 8 {
+		dir, err := localsock.MkdirPrivate("", grantDirPrefix)
+		if err != nil {
+			return nil, "", err
+		}
+		lock, err := sockdir.LockDir(dir)
+		if errors.Is(err, sockdir.ErrMoved) {
+			continue
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, "", err
+		}
+		ln, err := localsock.Listen(filepath.Join(dir, "s"))
+		if err != nil {
+			os.RemoveAll(dir)
+			lock.Release()
+			return nil, "", err
+		}
+		if !lock.At(dir) {
+			ln.Close()
+			lock.Release()
+			continue
+		}
+		go sweepGrantDirs(filepath.Dir(dir), filepath.Base(dir))
+		return &unixListener{UnixListener: ln, dir: dir, lock: lock}, ln.Addr().String(), nil
+	}
+	return nil, "", errors.New("grant directory: removed again each time it was made")
+}
+
+// sweepGrantDirs removes from tmp the grant directories, but own, that no giver holds: their
+// givers died mid-grant.
+func sweepGrantDirs(tmp, own string) []string { return sockdir.Sweep(tmp, grantDirPrefix, own) }
 
 // dialGrant connects to the giver's socket and checks that the listener is the giver the grant
 // names and of this user: a socket put in its place by anyone else is refused before the secret

@@ -30,12 +30,12 @@ import (
 )
 
 // listenGrant creates the giver's named pipe; it has no directory to remove.
-func listenGrant() (grantListener, string, string, error) {
+func listenGrant() (grantListener, string, error) {
 	l, err := listenPipe()
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", err
 	}
-	return l, l.name, "", nil
+	return l, l.name, nil
 }
 
 // dialGrant opens the giver's pipe and checks that its server is the giver the grant names and of

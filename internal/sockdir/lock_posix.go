@@ -17,9 +17,13 @@ type Lock struct{ fd int }
 
 // LockDir takes a shared lock on the directory dir, which must be this user's with mode 0700.
 // It waits while a sweeper holds its exclusive lock (for the few system calls of a removal), and
-// returns [ErrMoved] when the directory it locked is no longer at dir: the sweeper removed it.
+// returns an error wrapping [ErrMoved] when no directory is at dir, or the one it locked no longer
+// is: a sweeper removed it.
 func LockDir(dir string) (*Lock, error) {
 	fd, err := openPrivate(dir)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("%w: %w", ErrMoved, err)
+	}
 	if err != nil {
 		return nil, err
 	}

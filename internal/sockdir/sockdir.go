@@ -20,6 +20,6 @@ package sockdir
 
 import "errors"
 
-// ErrMoved says that the directory locked is no longer the one at its path: a sweeper removed
-// it between its making and its lock. Make it again.
+// ErrMoved says that no directory is at the path, or that the one locked no longer is: a sweeper
+// removed it between its making and its lock. Make it again.
 var ErrMoved = errors.New("sockdir: the directory was removed or replaced while it was locked")

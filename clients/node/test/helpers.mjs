@@ -6,6 +6,9 @@ import os from 'node:os';
 import { spawn as nodeSpawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { once } from 'node:events';
+import { after } from 'node:test';
+import { agent, agentRunning } from '../dist/agent.js';
 
 export const here = path.dirname(fileURLToPath(import.meta.url));
 export const fixture = (name) => path.join(here, 'fixtures', name);
@@ -15,10 +18,22 @@ if (!process.env.CUSTODY_BIN) {
 }
 
 // A ledger of the tests' own, so that their rows never mix with the user's: set before the first
-// spawn starts the agent (which, like every fixture, inherits it), removed when this file ends.
+// spawn starts the agent (which, like every fixture, inherits it), removed when this file's tests
+// have run. The agent writes the ledger as it ends (its rows removed), and makes the directory
+// again if it is gone by then: the agent is ended, and its exit awaited, first. The exit handler
+// is for a run cut short before the hook.
 if (!process.env.CUSTODY_LEDGER) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custody-node-ledger-'));
   process.env.CUSTODY_LEDGER = path.join(dir, 'spawn-ledger.json');
+  after(async () => {
+    if (agentRunning()) {
+      const a = agent();
+      const exited = a.process.exitCode === null && a.process.signalCode === null ? once(a.process, 'exit') : null;
+      a.close();
+      await exited;
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 }
 

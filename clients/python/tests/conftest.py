@@ -5,6 +5,7 @@ user's."""
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -40,6 +41,16 @@ def pytest_report_header(config):
 
 
 def pytest_unconfigure(config):
+    # The agent writes the ledger as it ends (its rows removed), and makes the directory again
+    # if it is gone by then: end this process's agent, and await its exit, first.
+    a = custody._agent._agent
+    if a is not None and a.usable():
+        a._sock.close()  # the hang-up: the agent stops what it still holds and exits
+        try:
+            a.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            a.process.kill()
+            a.process.wait()
     shutil.rmtree(_STATE, ignore_errors=True)
 
 

@@ -55,36 +55,18 @@ func (l *unixListener) Close() error {
 
 // listenGrant listens on a socket in a new directory of the giver's own, and returns it with the
 // socket's path. A sweep of another grant's may remove the directory before it is locked, or
-// before the socket is in it (sockdir.Lock.At): it is made again under a new name.
+// before the socket is in it: it is made again under a new name (sockdir.Listen).
 func listenGrant() (grantListener, string, error) {
-	for range 8 {
-		dir, err := localsock.MkdirPrivate("", grantDirPrefix)
-		if err != nil {
-			return nil, "", err
-		}
-		lock, err := sockdir.LockDir(dir)
-		if errors.Is(err, sockdir.ErrMoved) {
-			continue
-		}
-		if err != nil {
+	mkdir := func() (string, error) { return localsock.MkdirPrivate("", grantDirPrefix) }
+	ln, dir, lock, err := sockdir.Listen(mkdir, localsock.Listen)
+	if err != nil {
+		if dir != "" {
 			os.RemoveAll(dir)
-			return nil, "", err
 		}
-		ln, err := localsock.Listen(filepath.Join(dir, "s"))
-		if err != nil {
-			os.RemoveAll(dir)
-			lock.Release()
-			return nil, "", err
-		}
-		if !lock.At(dir) {
-			ln.Close()
-			lock.Release()
-			continue
-		}
-		go sweepGrantDirs(filepath.Dir(dir), filepath.Base(dir))
-		return &unixListener{UnixListener: ln, dir: dir, lock: lock}, ln.Addr().String(), nil
+		return nil, "", err
 	}
-	return nil, "", errors.New("grant directory: removed again each time it was made")
+	go sweepGrantDirs(filepath.Dir(dir), filepath.Base(dir))
+	return &unixListener{UnixListener: ln, dir: dir, lock: lock}, ln.Addr().String(), nil
 }
 
 // sweepGrantDirs removes from tmp the grant directories, but own, that no giver holds: their

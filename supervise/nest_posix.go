@@ -5,7 +5,6 @@ package supervise
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/internal/localsock"
+	"github.com/custody-dev/custody/internal/sockdir"
 	"github.com/custody-dev/custody/procid"
 	"github.com/custody-dev/custody/scope"
 )
@@ -64,30 +64,18 @@ func listenNest(path string, log *slog.Logger) *net.UnixListener {
 		return nil
 	}
 	dir := filepath.Dir(path)
-	for range 8 {
-		lock, err := makeLockedNestDir(dir)
-		if err != nil {
-			log.Warn("supervise: nest socket", "err", err)
-			return nil
-		}
+	mkdir := func() (string, error) { return dir, makeNestDir(dir) }
+	listenAnew := func(path string) (*net.UnixListener, error) {
 		os.Remove(path) // a lost supervisor's, killed before it could remove it
-		ln, err := listen(path)
-		if err != nil {
-			lock.Release()
-			log.Warn("supervise: nest socket", "err", err)
-			return nil
-		}
-		// Made after a sweeper found the path's directory unlocked and empty, this one could
-		// have been removed before its socket was in it (see sockdir.Lock.At).
-		if lock.At(dir) {
-			supervisorNest = lock
-			return ln
-		}
-		ln.Close()
-		lock.Release()
+		return listen(path)
 	}
-	log.Warn("supervise: nest socket", "err", fmt.Errorf("nest directory %s: removed again each time it was made", dir))
-	return nil
+	ln, _, lock, err := sockdir.Listen(mkdir, listenAnew)
+	if err != nil {
+		log.Warn("supervise: nest socket", "err", err)
+		return nil
+	}
+	supervisorNest = lock
+	return ln
 }
 
 // makeNestDir makes the nest socket's directory, mode 0700, or accepts it when it exists already

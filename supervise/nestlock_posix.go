@@ -3,8 +3,6 @@
 package supervise
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 
@@ -26,23 +24,6 @@ const nestPrefix = "custody-nest-"
 // process, and so dropped by the kernel only as it exits, after closeNest has removed the
 // directory.
 var supervisorNest *sockdir.Lock
-
-// makeLockedNestDir makes the nest directory dir (or accepts a lost supervisor's, see
-// makeNestDir) and locks it. A sweeper may remove a directory between its making and its lock
-// (one a killed supervisor left, while its replacement starts): a lock taken on a directory no
-// longer at dir is dropped and the directory made again.
-func makeLockedNestDir(dir string) (*sockdir.Lock, error) {
-	for range 8 {
-		if err := makeNestDir(dir); err != nil {
-			return nil, err
-		}
-		l, err := sockdir.LockDir(dir)
-		if !errors.Is(err, sockdir.ErrMoved) {
-			return l, err
-		}
-	}
-	return nil, fmt.Errorf("nest directory %s: removed again each time it was made", dir)
-}
 
 // sweepNestDirs removes from tmp every nest directory that nobody locks, but own, and returns the
 // paths it removed.

@@ -52,6 +52,35 @@ func (l *Lock) Release() {
 // the directory is no longer empty and no sweeper can remove it.
 func (l *Lock) At(dir string) bool { return l != nil && l.fd >= 0 && stillAt(l.fd, dir) }
 
+// Listen makes a socket directory with mkdir, which returns its path (a new one, or one it
+// accepts), locks it, and listens on its socket "s" with listen. A sweeper may remove the
+// directory between its making and its lock, or before the socket is in it (see [Lock.At]): it
+// is made again, up to eight times. On an error, what mkdir made is left at dir for the caller.
+func Listen(mkdir func() (string, error), listen func(path string) (*net.UnixListener, error)) (ln *net.UnixListener, dir string, l *Lock, err error) {
+	for range 8 {
+		if dir, err = mkdir(); err != nil {
+			return nil, dir, nil, err
+		}
+		l, err = LockDir(dir)
+		if errors.Is(err, ErrMoved) {
+			continue
+		}
+		if err != nil {
+			return nil, dir, nil, err
+		}
+		if ln, err = listen(filepath.Join(dir, "s")); err != nil {
+			l.Release()
+			return nil, dir, nil, err
+		}
+		if l.At(dir) {
+			return ln, dir, l, nil
+		}
+		ln.Close()
+		l.Release()
+	}
+	return nil, "", nil, fmt.Errorf("sockdir: %s removed again each time it was made", dir)
+}
+
 // openPrivate opens dir, without following a symbolic link, and checks that it is a directory
 // of this user's with mode 0700: the temporary directory is everyone's, and a name another user
 // took is neither locked nor removed.

@@ -204,3 +204,45 @@ func blockedOn(dir string, ino uint64) error {
 	}
 	return fmt.Errorf("no flock of this process waits on %s", dir)
 }
+
+// Listen makes the directory again when the one it locked was replaced before its socket was in
+// it (a sweeper removed it, and the maker's next attempt made another at the path), and returns
+// a lock on the directory that holds the socket.
+func TestListenAfterSweep(t *testing.T) {
+	tmp := testproc.TempDir(t)
+	dir := filepath.Join(tmp, "custody-x-L")
+	mkdirs, listens := 0, 0
+	mkdir := func() (string, error) {
+		mkdirs++
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return dir, err
+		}
+		return dir, nil
+	}
+	listen := func(path string) (*net.UnixListener, error) {
+		if listens++; listens == 1 { // a sweep between the lock and the socket, then a remake
+			if err := os.Remove(dir); err != nil {
+				return nil, err
+			}
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return nil, err
+			}
+		}
+		return net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	}
+	ln, got, l, err := sockdir.Listen(mkdir, listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	defer l.Release()
+	if got != dir || mkdirs != 2 || listens != 2 {
+		t.Errorf("Listen: dir %s after %d makings and %d listens, want %s after 2 and 2", got, mkdirs, listens, dir)
+	}
+	if !l.At(dir) {
+		t.Error("the lock is not on the directory that holds the socket")
+	}
+	if removed := sockdir.Sweep(tmp, "custody-x-", ""); len(removed) > 0 {
+		t.Errorf("a sweep removed %v, the directory Listen holds", removed)
+	}
+}

@@ -128,7 +128,14 @@ func (c *Child) Stop(ctx context.Context, opts StopOptions) StopResult {
 		return stop.Result{PID: c.ID.PID, Outcome: stop.NoAuthority, Reason: err.Error()}
 	}
 	if !c.use() { // released: it exited, and its scope was seen empty
-		return stop.Result{PID: c.ID.PID, Outcome: stop.AlreadyExited, Reason: "it had exited and been released before the stop"}
+		res := stop.Result{PID: c.ID.PID, Outcome: stop.AlreadyExited, Reason: "it had exited and been released before the stop"}
+		// Released by itself after its exit, its row's drop may still wait for the owner's next
+		// ledger write (ReleaseSoon). A Stop returns with the row gone, as when it releases the
+		// child itself: a caller that then reads the ledger must not find the child there.
+		if err := c.owner.Ledger.Flush(ctx); err != nil {
+			res.Reason += ", but " + err.Error()
+		}
+		return res
 	}
 	sc, swept := c.stopScope()
 	res := stop.Stop(ctx, stop.Target{PID: c.ID.PID, Process: c.proc, Scope: sc}, opts)

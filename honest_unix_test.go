@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -60,5 +61,23 @@ func TestSlotReplaceTellsForced(t *testing.T) {
 	}
 	if res := slot.LastStop(); res.Outcome != custody.Exited || !res.Forced {
 		t.Errorf("LastStop after replacing a generation that outlived the grace: %+v, want exited, forced", res)
+	}
+}
+
+// A Stop of a child already released with its row's drop still pending (released by itself
+// after its exit, or by ReleaseSoon) returns with the row gone from the ledger, as a Stop that
+// releases the child itself does.
+func TestStopAfterReleaseSoon(t *testing.T) {
+	o := newOwner(t)
+	c, _, _ := start(t, o, custody.StartOptions{Purpose: "serve"}, "-exit", "0")
+	<-c.Done()
+	if err := c.ReleaseSoon(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if res := c.Stop(context.Background(), custody.StopOptions{}); res.Outcome != custody.AlreadyExited {
+		t.Errorf("Stop of a released child: %+v; want already-exited", res)
+	}
+	if rows := rowsOwnedBy(t, o.Ledger.Path(), os.Getpid()); len(rows) > 0 {
+		t.Errorf("after the Stop: %d rows of this owner; want the child's dropped", len(rows))
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -77,7 +76,13 @@ func TestStopAfterReleaseSoon(t *testing.T) {
 	if res := c.Stop(context.Background(), custody.StopOptions{}); res.Outcome != custody.AlreadyExited {
 		t.Errorf("Stop of a released child: %+v; want already-exited", res)
 	}
-	if rows := rowsOwnedBy(t, o.Ledger.Path(), os.Getpid()); len(rows) > 0 {
-		t.Errorf("after the Stop: %d rows of this owner; want the child's dropped", len(rows))
+	rows, err := o.Ledger.Rows(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.PID == c.ID.PID {
+			t.Errorf("after the Stop: the child's row %+v; want it dropped", r)
+		}
 	}
 }
